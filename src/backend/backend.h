@@ -1,0 +1,73 @@
+/* backend.h: the op set the forward pass runs on, as a table of function pointers.
+ * A backend owns its memory and threads; the model holds a struct hy_backend * and calls
+ * ops through it. Pointers passed to ops point into backend memory (host memory for the
+ * CPU backend; device memory for CUDA). Ops never allocate and cannot fail: shapes are
+ * validated at load time, and a broken invariant is a bug (HY_ASSERT).
+ * Engine thread only: a backend is not safe to call from two threads at once.
+ * Layouts: every matrix is row-major; a weight is [rows = out features, cols = in features]
+ * like torch's nn.Linear.weight, so matmul computes out = x · Wᵀ. */
+#ifndef HY_BACKEND_BACKEND_H
+#define HY_BACKEND_BACKEND_H
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A weight matrix (or vector when rows == 1) in its stored dtype. */
+struct hy_weight {
+    enum hy_dtype dtype;
+    int64_t rows;     /* out features (or 1 for a vector) */
+    int64_t cols;     /* in features (or the vector length) */
+    const void *data; /* rows*cols elements, backend memory (mmapped file for CPU) */
+};
+
+struct hy_backend;
+
+struct hy_backend_i {
+    const char *name;
+    void (*destroy)(struct hy_backend *be);
+
+    /* Memory for activations and caches, taken at start-up only. NULL on failure. */
+    void *(*alloc)(struct hy_backend *be, size_t bytes);
+    void (*free)(struct hy_backend *be, void *p);
+    /* Copies between host and backend memory (plain memcpy on CPU). */
+    void (*upload)(struct hy_backend *be, void *dst, const void *src, size_t bytes);
+    void (*download)(struct hy_backend *be, void *dst, const void *src, size_t bytes);
+
+    /* out[t,:] = table[ids[t], :] as float32; out is [T, cols]. ids are in range. */
+    void (*embed)(struct hy_backend *be, float *out, const struct hy_weight *table,
+                  const int32_t *ids, int T);
+    /* out[r,:] = w * x[r,:] / sqrt(mean(x[r,:]^2) + eps) for r < rows; w has d elements.
+     * out may equal x. */
+    void (*rmsnorm)(struct hy_backend *be, float *out, const float *x, const struct hy_weight *w,
+                    int64_t rows, int64_t d, float eps);
+    /* out[t, r] = sum_c x[t, c] * W[r, c]; out is [T, W.rows], x is [T, W.cols].
+     * out must not overlap x. */
+    void (*matmul)(struct hy_backend *be, float *out, const float *x, const struct hy_weight *w,
+                   int T);
+    /* NeoX rotate-half RoPE in place on x [T, n_heads, hd]: for i < hd/2,
+     * θ = pos[t]·inv_freq[i]; (x[i], x[i+hd/2]) ← (x[i]cosθ − x[i+hd/2]sinθ, x[i+hd/2]cosθ + x[i]sinθ).
+     * inv_freq has hd/2 entries (backend memory). pos is host memory. */
+    void (*rope)(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads, int hd,
+                 const float *inv_freq);
+    /* Causal GQA attention for one sequence whose K/V rows 0..pos0+T-1 are in kc/vc
+     * ([n_ctx, n_kv*hd] each). Query t (position pos0+t) attends to rows 0..pos0+t.
+     * q is [T, n_head*hd], out is [T, n_head*hd]; query head h uses KV head h/(n_head/n_kv).
+     * Scores are q·k·scale, softmax in float32. */
+    void (*attention)(struct hy_backend *be, float *out, const float *q, const float *kc,
+                      const float *vc, int pos0, int T, int n_head, int n_kv, int hd, float scale);
+    /* out[i] = silu(gate[i]) * up[i], silu(z) = z / (1 + exp(-z)). out may equal gate. */
+    void (*silu_mul)(struct hy_backend *be, float *out, const float *gate, const float *up,
+                     int64_t n);
+    /* x[i] += y[i]. */
+    void (*add)(struct hy_backend *be, float *x, const float *y, int64_t n);
+};
+
+struct hy_backend {
+    const struct hy_backend_i *i;
+    void *ctx; /* backend private state */
+};
+
+#endif

@@ -1,0 +1,136 @@
+#include "core/dtype.h"
+
+#include "core/status.h"
+
+size_t hy_dtype_size(enum hy_dtype t)
+{
+    switch (t) {
+    case HY_DTYPE_F32: return 4;
+    case HY_DTYPE_F16: return 2;
+    case HY_DTYPE_BF16: return 2;
+    default: break;
+    }
+    HY_ASSERT(!"unknown dtype");
+    return 0;
+}
+
+const char *hy_dtype_name(enum hy_dtype t)
+{
+    switch (t) {
+    case HY_DTYPE_F32: return "F32";
+    case HY_DTYPE_F16: return "F16";
+    case HY_DTYPE_BF16: return "BF16";
+    default: break;
+    }
+    return "?";
+}
+
+int hy_dtype_parse(const char *s)
+{
+    if (!strcmp(s, "F32"))
+        return HY_DTYPE_F32;
+    if (!strcmp(s, "F16"))
+        return HY_DTYPE_F16;
+    if (!strcmp(s, "BF16"))
+        return HY_DTYPE_BF16;
+    return -1;
+}
+
+float hy_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0) {
+        if (man == 0) {
+            u = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400u));
+            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else {
+        u = sign | ((exp + 112u) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t hy_f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN */
+        return sign | 0x7e00u;
+    if (a >= 0x477ff000u) /* rounds to >= 65520: inf */
+        return sign | 0x7c00u;
+    if (a < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+        if (a < 0x33000000u) /* below half the smallest subnormal */
+            return sign;
+        uint32_t man = (a & 0x7fffffu) | 0x800000u;
+        int shift = 126 - (int)(a >> 23); /* 14..24 */
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1u);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1u)))
+            half++;
+        return sign | (uint16_t)half;
+    }
+    uint32_t r = a + 0xfffu + ((a >> 13) & 1u); /* round to nearest even */
+    return sign | (uint16_t)(((r >> 13) - (112u << 10)) & 0x7fffu);
+}
+
+void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n)
+{
+    switch (t) {
+    case HY_DTYPE_F32:
+        memcpy(dst, src, n * 4);
+        return;
+    case HY_DTYPE_F16: {
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = hy_f16_to_f32(s[i]);
+        return;
+    }
+    case HY_DTYPE_BF16: {
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = hy_bf16_to_f32(s[i]);
+        return;
+    }
+    default: break;
+    }
+    HY_ASSERT(!"unknown dtype");
+}
+
+void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n)
+{
+    switch (t) {
+    case HY_DTYPE_F32:
+        memcpy(dst, src, n * 4);
+        return;
+    case HY_DTYPE_F16: {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = hy_f32_to_f16(src[i]);
+        return;
+    }
+    case HY_DTYPE_BF16: {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = hy_f32_to_bf16(src[i]);
+        return;
+    }
+    default: break;
+    }
+    HY_ASSERT(!"unknown dtype");
+}

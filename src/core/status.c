@@ -1,0 +1,53 @@
+#include "core/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+hy_status hy_err_set(struct hy_err *err, hy_status st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+void hy_err_prefix(struct hy_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    char pre[HY_ERR_MSG_MAX], old[HY_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    old[sizeof old - 1] = '\0';
+    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+}
+
+const char *hy_status_str(hy_status st)
+{
+    switch (st) {
+    case HY_OK: return "ok";
+    case HY_E_INVAL: return "invalid argument";
+    case HY_E_IO: return "I/O error";
+    case HY_E_FORMAT: return "format error";
+    case HY_E_NOMEM: return "out of memory";
+    case HY_E_NOSPACE: return "no space";
+    case HY_E_UNSUPPORTED: return "unsupported";
+    case HY_E_RANGE: return "out of range";
+    case HY_E_NOTFOUND: return "not found";
+    }
+    return "unknown status";
+}
+
+void hy_assert_fail(const char *file, int line, const char *expr)
+{
+    fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, expr);
+    fflush(stderr);
+    abort();
+}

@@ -1,0 +1,62 @@
+/* config.h: HunYuanDenseV1 config.json, parsed and validated.
+ * Accepts the real checkpoint form ("rope_scaling": {"type": "dynamic", "alpha": ...}) and
+ * transformers' newer "rope_parameters": {"rope_type", "rope_theta", "alpha", ...} form, and
+ * computes the effective RoPE base (model doc 3.3). Every value from the file is checked:
+ * errors name the file and the key (zero heads, heads not divisible by KV heads, ...).
+ * Plain data; no allocation survives the call. */
+#ifndef HY_FORMATS_CONFIG_H
+#define HY_FORMATS_CONFIG_H
+
+#include "core/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HY_CONFIG_MAX_BYTES (1u << 20) /* config.json larger than this is rejected */
+#define HY_CONFIG_MAX_EOS 8
+
+struct hy_config {
+    char model_type[64];          /* "hunyuan_v1_dense" */
+    char architecture[64];        /* architectures[0], e.g. "HunYuanDenseV1ForCausalLM" */
+    int64_t vocab_size;
+    int64_t org_vocab_size;       /* = vocab_size when absent */
+    int64_t hidden_size;
+    int64_t intermediate_size;
+    int64_t num_hidden_layers;
+    int64_t num_attention_heads;
+    int64_t num_key_value_heads;  /* = num_attention_heads when absent */
+    int64_t head_dim;             /* head_dim, else attention_head_dim, else hidden/heads */
+    int64_t max_position_embeddings;
+    double rms_norm_eps;
+    double rope_theta;            /* as written (default 10000) */
+    char rope_type[32];           /* "default", "dynamic", "linear", ... */
+    double rope_alpha;            /* 0 when absent */
+    double rope_factor;           /* 1 when absent; read, not used (model doc 3.3) */
+    double rope_base;             /* effective base: theta * alpha^(d/(d-2)) when alpha > 0 */
+    char hidden_act[32];          /* must be "silu" */
+    bool tie_word_embeddings;
+    bool use_qk_norm;             /* default true */
+    bool use_cla;                 /* must be false */
+    bool attention_bias;          /* must be false */
+    bool mlp_bias;                /* must be false */
+    int64_t bos_token_id;         /* -1 when absent */
+    int64_t pad_token_id;
+    int64_t sep_token_id;
+    int64_t eod_token_id;
+    int n_eos;                    /* eos_token_id may be an int or a list */
+    int64_t eos_token_id[HY_CONFIG_MAX_EOS];
+    char torch_dtype[32];         /* torch_dtype or dtype; "" when absent */
+};
+
+/* Reads dir/config.json (or a path to a .json file). */
+hy_status hy_config_load(struct hy_config *cfg, const char *path, struct hy_err *err);
+/* Parses JSON text; `what` names the source in errors. Validates (hy_config_validate). */
+hy_status hy_config_parse(struct hy_config *cfg, const char *json, size_t len, const char *what,
+                          struct hy_err *err);
+/* Range and consistency checks; also fills derived fields (rope_base). */
+hy_status hy_config_validate(struct hy_config *cfg, const char *what, struct hy_err *err);
+/* RoPE inverse frequencies: inv_freq[i] = base^(-2i/hd), i < hd/2. */
+void hy_config_inv_freq(const struct hy_config *cfg, float *inv_freq);
+
+#endif

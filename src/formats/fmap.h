@@ -1,0 +1,19 @@
+/* fmap.h: read-only memory maps of whole files (weights are never copied on the CPU).
+ * hy_fmap_open maps the file or fails with an error naming the path; an empty file maps to
+ * size 0 with data NULL. The mapping lives until hy_fmap_close. Thread-safe to read. */
+#ifndef HY_FORMATS_FMAP_H
+#define HY_FORMATS_FMAP_H
+
+#include "core/status.h"
+
+#include <stddef.h>
+
+struct hy_fmap {
+    const unsigned char *data;
+    size_t size;
+};
+
+hy_status hy_fmap_open(struct hy_fmap *m, const char *path, struct hy_err *err);
+void hy_fmap_close(struct hy_fmap *m); /* accepts a zeroed or closed map */
+
+#endif
