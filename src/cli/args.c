@@ -1,0 +1,143 @@
+#include "cli/args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "hymt %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'hymt %s --help')\n", cmd->name);
+    va_end(ap);
+    return CLI_ERR;
+}
+
+/* Does `arg` (without dashes, up to len) name option o? */
+static bool matches(const struct cli_opt *o, const char *arg, size_t len)
+{
+    const char *p = o->names;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && !strncmp(p, arg, len))
+            return true;
+        if (!bar)
+            break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+static int set_value(const struct cli_cmd *cmd, struct cli_opt *o, const char *flag,
+                     const char *val)
+{
+    char *end;
+    errno = 0;
+    switch (o->kind) {
+    case CLI_INT: {
+        long long v = strtoll(val, &end, 10);
+        if (errno || end == val || *end || v < o->lo || v > o->hi)
+            return cli_fail(cmd, "%s: expected an integer in %.0f..%.0f, got '%s'", flag, o->lo,
+                            o->hi, val);
+        *(int64_t *)o->dst = v;
+        return CLI_OK;
+    }
+    case CLI_REAL: {
+        double v = strtod(val, &end);
+        if (errno || end == val || *end || !isfinite(v) || v < o->lo || v > o->hi)
+            return cli_fail(cmd, "%s: expected a number in %g..%g, got '%s'", flag, o->lo, o->hi,
+                            val);
+        *(double *)o->dst = v;
+        return CLI_OK;
+    }
+    case CLI_STR:
+        if (!*val)
+            return cli_fail(cmd, "%s: empty value", flag);
+        *(const char **)o->dst = val;
+        return CLI_OK;
+    case CLI_FLAG:
+        *(bool *)o->dst = true;
+        return CLI_OK;
+    }
+    return CLI_ERR;
+}
+
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *opts,
+              size_t n_opts, const char **pos, int max_pos, int *n_pos)
+{
+    *n_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(cmd->usage, stdout);
+            return CLI_HELP;
+        }
+        if (a[0] != '-' || !a[1] || !strcmp(a, "--")) {
+            if (!strcmp(a, "--") && i + 1 < argc)
+                a = argv[++i];
+            if (*n_pos >= max_pos)
+                return cli_fail(cmd, "unexpected argument '%s'", a);
+            pos[(*n_pos)++] = a;
+            continue;
+        }
+        const char *name = a + (a[1] == '-' ? 2 : 1);
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        struct cli_opt *o = NULL;
+        for (size_t k = 0; k < n_opts && !o; k++)
+            if (matches(&opts[k], name, len))
+                o = &opts[k];
+        if (!o)
+            return cli_fail(cmd, "unknown option '%.*s'", (int)(len + (size_t)(name - a)), a);
+        if (o->seen)
+            return cli_fail(cmd, "option '%s' given twice", a);
+        o->seen = true;
+        const char *val = NULL;
+        if (o->kind == CLI_FLAG) {
+            if (eq)
+                return cli_fail(cmd, "option '%.*s' takes no value", (int)(eq - a), a);
+        } else if (eq) {
+            val = eq + 1;
+        } else if (i + 1 < argc) {
+            val = argv[++i];
+        } else {
+            return cli_fail(cmd, "option '%s' needs a value", a);
+        }
+        if (set_value(cmd, o, a, val) != CLI_OK)
+            return CLI_ERR;
+    }
+    return CLI_OK;
+}
+
+int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+            cli_fail(cmd, "--ids: expected comma-separated non-negative integers, got '%s'", s);
+            return -1;
+        }
+        if (n >= cap) {
+            cli_fail(cmd, "--ids: more than %d ids", cap);
+            return -1;
+        }
+        ids[n++] = (int32_t)v;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && !*p) {
+            cli_fail(cmd, "--ids: trailing comma in '%s'", s);
+            return -1;
+        }
+    }
+    if (n == 0)
+        cli_fail(cmd, "--ids: no ids given");
+    return n ? n : -1;
+}

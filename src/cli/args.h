@@ -1,0 +1,40 @@
+/* args.h: command-line parsing for the hymt subcommands.
+ * Each subcommand declares a table of options; cli_parse() fills them, accepts
+ * "--name value" and "--name=value" (and a short alias such as -m), validates types and
+ * ranges, and prints one clear line "hymt CMD: ..." on any error. It returns
+ * CLI_OK, CLI_HELP (usage was printed to stdout: exit 0) or CLI_ERR (exit 2). */
+#ifndef HY_CLI_ARGS_H
+#define HY_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum cli_kind { CLI_INT, CLI_REAL, CLI_STR, CLI_FLAG };
+enum { CLI_OK = 0, CLI_HELP = 1, CLI_ERR = 2 };
+
+struct cli_opt {
+    const char *names; /* "m|model": short and long names, '|' separated, no dashes */
+    enum cli_kind kind;
+    void *dst;         /* int64_t*, double*, const char**, bool* */
+    double lo, hi;     /* range for CLI_INT / CLI_REAL */
+    bool seen;         /* set by cli_parse */
+};
+
+struct cli_cmd {
+    const char *name;  /* "generate" */
+    const char *usage; /* full --help text */
+};
+
+/* Positional arguments go to pos[0..max_pos-1]; more is an error. */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *opts,
+              size_t n_opts, const char **pos, int max_pos, int *n_pos);
+
+/* Prints "hymt CMD: message" to stderr; returns CLI_ERR for `return cli_fail(...)`. */
+int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
+int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);
+
+#endif

@@ -1,0 +1,212 @@
+/* cmd_generate.c: `hymt generate`: run the model on token ids and print the continuation.
+ * For debugging and parity checks: greedy at --temp 0, and --dump-logits writes the
+ * float32 distribution each generated token was drawn from. */
+#include "backend/cpu/cpu.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "model/hunyuan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GEN_MAX_IDS 65536
+#define GEN_MAX_NEW 65536
+
+static const struct cli_cmd cmd = {
+    "generate",
+    "usage: hymt generate -m MODEL (--ids 1,2,3 | --prompt TEXT) -n N [options]\n"
+    "\n"
+    "Runs the model on the given token ids and prints the generated ids on stdout,\n"
+    "space-separated, on one line. Timings go to stderr.\n"
+    "\n"
+    "  -m, --model DIR       checkpoint folder (config.json + safetensors)\n"
+    "  --ids LIST            prompt token ids, comma-separated\n"
+    "  --prompt TEXT         prompt text (needs the tokenizer; not available yet)\n"
+    "  -n, --n-predict N     tokens to generate (1..65536)\n"
+    "  --temp T              sampling temperature; 0 (default) is greedy\n"
+    "  --seed N              random seed for sampling (default 0)\n"
+    "  --ignore-eos          keep generating past end-of-sequence tokens\n"
+    "  --dump-logits FILE    write the float32 logits of each generated step, row-major\n"
+    "                        [steps, vocab], raw little-endian; the first row is the\n"
+    "                        last prompt position\n"
+    "  -t, --threads N       CPU threads (default: all online CPUs)\n"
+    "  -h, --help            this text\n",
+};
+
+struct gen_opts {
+    const char *model, *ids, *prompt, *dump;
+    int64_t n, seed, threads;
+    double temp;
+    bool ignore_eos;
+};
+
+/* Stop ids: the config's eos list and eod, plus generation_config.json's eos list. */
+static int load_stop_ids(const char *dir, const struct hy_config *cf, int32_t *stop, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < cf->n_eos && n < cap; i++)
+        stop[n++] = (int32_t)cf->eos_token_id[i];
+    if (cf->eod_token_id >= 0 && n < cap)
+        stop[n++] = (int32_t)cf->eod_token_id;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    json_t *j = NULL;
+    if (hy_json_load_file(&j, path, 1 << 20, NULL) != HY_OK)
+        return n;
+    json_t *e = json_object_get(j, "eos_token_id");
+    if (json_is_integer(e) && n < cap)
+        stop[n++] = (int32_t)json_integer_value(e);
+    for (size_t i = 0; json_is_array(e) && i < json_array_size(e) && n < cap; i++)
+        if (json_is_integer(json_array_get(e, i)))
+            stop[n++] = (int32_t)json_integer_value(json_array_get(e, i));
+    json_decref(j);
+    return n;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Greedy (temp 0: first maximum, as torch.argmax) or temperature sampling. */
+static int32_t pick(const float *logits, int64_t V, double temp, uint64_t *rng)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < V; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    if (temp <= 0)
+        return (int32_t)best;
+    double sum = 0;
+    for (int64_t i = 0; i < V; i++)
+        sum += exp((logits[i] - logits[best]) / temp);
+    double r = (double)(rng_next(rng) >> 11) * 0x1.0p-53 * sum;
+    for (int64_t i = 0; i < V; i++) {
+        r -= exp((logits[i] - logits[best]) / temp);
+        if (r <= 0)
+            return (int32_t)i;
+    }
+    return (int32_t)best;
+}
+
+static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
+{
+    struct hy_err err = {{0}};
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    struct hy_ctx *c = NULL;
+    float *logits = NULL;
+    int32_t *out = NULL;
+    FILE *dump = NULL;
+    int rc = 1;
+    hy_status s = hy_cpu_backend_create(&be, (int)o->threads, &err);
+    if (!s)
+        s = hy_model_load(&m, o->model, be, &err);
+    if (!s)
+        s = hy_ctx_create(&c, m, n_prompt + (int)o->n, n_prompt, &err);
+    if (s) {
+        fprintf(stderr, "hymt generate: %s\n", err.msg);
+        goto done;
+    }
+    const int64_t V = m->cfg.vocab_size;
+    logits = malloc((size_t)V * sizeof *logits);
+    out = malloc((size_t)o->n * sizeof *out);
+    if (!logits || !out) {
+        fprintf(stderr, "hymt generate: out of memory\n");
+        goto done;
+    }
+    if (o->dump && !(dump = fopen(o->dump, "wb"))) {
+        fprintf(stderr, "hymt generate: cannot write %s: %m\n", o->dump);
+        goto done;
+    }
+    int32_t stop[16];
+    int n_stop = o->ignore_eos ? 0 : load_stop_ids(o->model, &m->cfg, stop, 16);
+    uint64_t rng = (uint64_t)o->seed;
+    double t0 = hy_clock_now();
+    s = hy_model_forward(c, prompt, n_prompt, false, logits, &err);
+    double t1 = hy_clock_now(), t2 = t1;
+    int n_out = 0;
+    while (!s && n_out < o->n) {
+        if (dump && fwrite(logits, sizeof *logits, (size_t)V, dump) != (size_t)V) {
+            fprintf(stderr, "hymt generate: write to %s failed\n", o->dump);
+            goto done;
+        }
+        int32_t id = pick(logits, V, o->temp, &rng);
+        out[n_out++] = id;
+        bool stopped = false;
+        for (int k = 0; k < n_stop; k++)
+            stopped |= stop[k] == id;
+        if (stopped || n_out == o->n)
+            break;
+        s = hy_model_forward(c, &id, 1, false, logits, &err);
+        t2 = hy_clock_now();
+    }
+    if (s) {
+        fprintf(stderr, "hymt generate: %s\n", err.msg);
+        goto done;
+    }
+    for (int i = 0; i < n_out; i++)
+        printf(i ? " %d" : "%d", out[i]);
+    printf("\n");
+    HY_LOGI("prompt: %d tokens in %.1f ms (%.2f tok/s); generated %d tokens, %d decode steps "
+            "in %.1f ms (%.2f tok/s); %d threads",
+            n_prompt, (t1 - t0) * 1e3, n_prompt / (t1 - t0), n_out, n_out - 1, (t2 - t1) * 1e3,
+            n_out > 1 ? (n_out - 1) / (t2 - t1) : 0.0, hy_cpu_backend_threads(be));
+    rc = 0;
+done:
+    if (dump && fclose(dump) != 0 && rc == 0) {
+        fprintf(stderr, "hymt generate: write to %s failed\n", o->dump);
+        rc = 1;
+    }
+    free(logits);
+    free(out);
+    hy_ctx_destroy(c);
+    hy_model_destroy(m);
+    if (be)
+        be->i->destroy(be);
+    return rc;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    struct gen_opts o = {.n = -1, .threads = 0};
+    struct cli_opt opts[] = {
+        {"m|model", CLI_STR, &o.model, 0, 0, false},
+        {"ids", CLI_STR, &o.ids, 0, 0, false},
+        {"prompt", CLI_STR, &o.prompt, 0, 0, false},
+        {"n|n-predict", CLI_INT, &o.n, 1, GEN_MAX_NEW, false},
+        {"temp", CLI_REAL, &o.temp, 0, 100, false},
+        {"seed", CLI_INT, &o.seed, 0, 9007199254740991.0, false},
+        {"ignore-eos", CLI_FLAG, &o.ignore_eos, 0, 0, false},
+        {"dump-logits", CLI_STR, &o.dump, 0, 0, false},
+        {"t|threads", CLI_INT, &o.threads, 1, 256, false},
+    };
+    const char *pos[1];
+    int n_pos;
+    int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 0, &n_pos);
+    if (r)
+        return r == CLI_HELP ? 0 : 2;
+    if (!o.model)
+        return cli_fail(&cmd, "-m MODEL is required");
+    if (o.n < 0)
+        return cli_fail(&cmd, "-n N is required");
+    if (o.prompt)
+        return cli_fail(&cmd, "--prompt needs the tokenizer, which this build does not have yet; "
+                              "use --ids");
+    if (!o.ids)
+        return cli_fail(&cmd, "give the prompt with --ids 1,2,3");
+    int32_t *prompt = malloc(GEN_MAX_IDS * sizeof *prompt);
+    if (!prompt)
+        return 1;
+    int n_prompt = cli_parse_ids(&cmd, o.ids, prompt, GEN_MAX_IDS);
+    int rc = n_prompt < 0 ? 2 : run(&o, prompt, n_prompt);
+    free(prompt);
+    return rc;
+}

@@ -1,0 +1,105 @@
+/* cmd_info.c: `hymt info MODEL`: what a checkpoint holds, and whether hymt can run it. */
+#include "backend/cpu/cpu.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "formats/safetensors.h"
+#include "model/hunyuan.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static const struct cli_cmd cmd = {
+    "info",
+    "usage: hymt info MODEL [--tensors]\n"
+    "\n"
+    "Prints the config summary, parameter count, bytes by dtype, and checks that every\n"
+    "tensor the forward pass needs is present with the right shape.\n"
+    "\n"
+    "  --tensors   list every tensor with its dtype and shape\n"
+    "  -h, --help  this text\n",
+};
+
+static void print_config(const struct hy_config *c)
+{
+    printf("architecture      %s (%s)\n", c->architecture[0] ? c->architecture : "?",
+           c->model_type[0] ? c->model_type : "?");
+    printf("layers            %" PRId64 "\n", c->num_hidden_layers);
+    printf("hidden / ffn      %" PRId64 " / %" PRId64 "\n", c->hidden_size, c->intermediate_size);
+    printf("heads             %" PRId64 " query, %" PRId64 " key/value, head_dim %" PRId64 "\n",
+           c->num_attention_heads, c->num_key_value_heads, c->head_dim);
+    printf("vocab             %" PRId64 "\n", c->vocab_size);
+    printf("rope              %s, theta %g, alpha %g -> base %.6f\n",
+           c->rope_type[0] ? c->rope_type : "default", c->rope_theta, c->rope_alpha, c->rope_base);
+    printf("rms_norm_eps      %g\n", c->rms_norm_eps);
+    printf("max positions     %" PRId64 "\n", c->max_position_embeddings);
+    printf("tied head         %s\n", c->tie_word_embeddings ? "yes" : "no");
+    printf("qk norm           %s\n", c->use_qk_norm ? "yes" : "no");
+    printf("eos ids          ");
+    for (int i = 0; i < c->n_eos; i++)
+        printf(" %" PRId64, c->eos_token_id[i]);
+    printf("%s\n", c->n_eos ? "" : " (none)");
+    printf("dtype (config)    %s\n", c->torch_dtype[0] ? c->torch_dtype : "?");
+}
+
+static void print_tensors(const struct hy_st *st, bool list)
+{
+    uint64_t bytes[HY_DTYPE_COUNT] = {0}, elems = 0, total = 0;
+    for (size_t i = 0; i < hy_st_count(st); i++) {
+        const struct hy_st_tensor *t = hy_st_at(st, i);
+        bytes[t->dtype] += t->nbytes;
+        total += t->nbytes;
+        elems += (uint64_t)t->n_elems;
+        if (!list)
+            continue;
+        printf("  %-52s %-4s [", t->name, hy_dtype_name(t->dtype));
+        for (int d = 0; d < t->n_dims; d++)
+            printf("%s%" PRId64, d ? ", " : "", t->shape[d]);
+        printf("]\n");
+    }
+    printf("files             %d\n", hy_st_file_count(st));
+    printf("tensors           %zu, %" PRIu64 " elements, %.3f GB\n", hy_st_count(st), elems,
+           (double)total / 1e9);
+    for (int d = 0; d < HY_DTYPE_COUNT; d++)
+        if (bytes[d])
+            printf("  %-4s            %" PRIu64 " bytes\n", hy_dtype_name((enum hy_dtype)d),
+                   bytes[d]);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    bool tensors = false;
+    struct cli_opt opts[] = {{"tensors", CLI_FLAG, &tensors, 0, 0, false}};
+    const char *pos[1];
+    int n_pos;
+    int r = cli_parse(&cmd, argc, argv, opts, 1, pos, 1, &n_pos);
+    if (r)
+        return r == CLI_HELP ? 0 : 2;
+    if (n_pos != 1)
+        return cli_fail(&cmd, "give one MODEL folder");
+    struct hy_err err = {{0}};
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    hy_status s = hy_cpu_backend_create_ref(&be, &err);
+    if (!s)
+        s = hy_model_load(&m, pos[0], be, &err);
+    if (s) {
+        fprintf(stderr, "hymt info: %s\n", err.msg);
+        if (be)
+            be->i->destroy(be);
+        return 1;
+    }
+    printf("model             %s\n", pos[0]);
+    print_config(&m->cfg);
+    print_tensors(m->st, tensors);
+    printf("parameters        %" PRId64 " used by the forward pass (%.3f B)\n", m->n_params,
+           (double)m->n_params / 1e9);
+    if (m->lm_head_stored)
+        printf("lm_head.weight    stored next to a tied config; %s\n",
+               m->lm_head_equal ? "identical to embed_tokens, so the head uses embed_tokens"
+                                : "differs from embed_tokens, so it is used as the head "
+                                  "(as transformers does)");
+    printf("status            ok: every tensor the forward pass needs is present\n");
+    hy_model_destroy(m);
+    be->i->destroy(be);
+    return 0;
+}

@@ -1,0 +1,331 @@
+/* cmd_make_test_model.c: `hymt make-test-model`: writes a HunYuanDenseV1 checkpoint in the
+ * Hugging Face layout (config.json in the real checkpoint's style, generation_config.json,
+ * model.safetensors or shards + index) with deterministic random weights. Tests use tiny
+ * ones; benchmarks use the 1.8b and 7b presets, which have the real models' shapes.
+ * Weights are scaled so activations keep unit size through the layers and logits spread
+ * over a few units, which keeps greedy choices well separated for parity tests. */
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/log.h"
+#include "formats/safetensors.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const struct cli_cmd cmd = {
+    "make-test-model",
+    "usage: hymt make-test-model --out DIR [options]\n"
+    "\n"
+    "Writes a HunYuanDenseV1 checkpoint with deterministic random weights.\n"
+    "\n"
+    "  --out DIR           output folder (created; existing model files are replaced)\n"
+    "  --preset NAME       tiny (default; 2 layers, hidden 64, vocab 512), 1.8b, 7b\n"
+    "                      (Hunyuan-MT-7B's exact shapes, about 15 GB in bf16)\n"
+    "  --seed N            random seed (default 1)\n"
+    "  --dtype T           bf16 (default), f16 or f32\n"
+    "  --untied            separate lm_head.weight (tie_word_embeddings false)\n"
+    "  --store-lm-head     tied config, but also store a different lm_head.weight, as the\n"
+    "                      released checkpoints do; it differs from the\n"
+    "                      embedding, so transformers (and hymt) use it as the head)\n"
+    "  --rope-form F       scaling (default: rope_scaling with alpha, as the released\n"
+    "                      config.json) or parameters (transformers' rope_parameters)\n"
+    "  --layers N --hidden N --heads N --kv-heads N --head-dim N --ffn N --vocab N\n"
+    "                      override the preset's shapes\n"
+    "  --shard-size BYTES  split into shards of at most this many bytes, with an index\n"
+    "                      (default: 7b preset 5e9, others one file)\n"
+    "  -h, --help          this text\n",
+};
+
+struct shape {
+    int64_t layers, hidden, heads, kv, hd, ffn, vocab;
+    double alpha;
+    int64_t shard;
+};
+
+struct mk {
+    struct shape s;
+    enum hy_dtype dtype;
+    uint64_t seed;
+    bool untied, store_head;
+    struct hy_st_wtensor *t; /* [n] */
+    char (*names)[HY_ST_MAX_NAME];
+    size_t n;
+    float *tmp; /* float32 staging for one tensor */
+    size_t tmp_cap;
+};
+
+static uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static void add_tensor(struct mk *k, const char *name, int64_t rows, int64_t cols)
+{
+    struct hy_st_wtensor *t = &k->t[k->n];
+    snprintf(k->names[k->n], HY_ST_MAX_NAME, "%s", name);
+    t->name = k->names[k->n];
+    t->dtype = k->dtype;
+    t->n_dims = rows ? 2 : 1;
+    t->shape[0] = rows ? rows : cols;
+    t->shape[1] = cols;
+    k->n++;
+}
+
+static void list_tensors(struct mk *k)
+{
+    const struct shape *s = &k->s;
+    char nm[HY_ST_MAX_NAME];
+    add_tensor(k, "model.embed_tokens.weight", s->vocab, s->hidden);
+    for (int64_t i = 0; i < s->layers; i++) {
+        const struct {
+            const char *suffix;
+            int64_t rows, cols;
+        } w[] = {
+            {"input_layernorm.weight", 0, s->hidden},
+            {"self_attn.q_proj.weight", s->heads * s->hd, s->hidden},
+            {"self_attn.k_proj.weight", s->kv * s->hd, s->hidden},
+            {"self_attn.v_proj.weight", s->kv * s->hd, s->hidden},
+            {"self_attn.o_proj.weight", s->hidden, s->heads * s->hd},
+            {"self_attn.query_layernorm.weight", 0, s->hd},
+            {"self_attn.key_layernorm.weight", 0, s->hd},
+            {"post_attention_layernorm.weight", 0, s->hidden},
+            {"mlp.gate_proj.weight", s->ffn, s->hidden},
+            {"mlp.up_proj.weight", s->ffn, s->hidden},
+            {"mlp.down_proj.weight", s->hidden, s->ffn},
+        };
+        for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) {
+            snprintf(nm, sizeof nm, "model.layers.%lld.%s", (long long)i, w[j].suffix);
+            add_tensor(k, nm, w[j].rows, w[j].cols);
+        }
+    }
+    add_tensor(k, "model.norm.weight", 0, s->hidden);
+    if (k->untied || k->store_head)
+        add_tensor(k, "lm_head.weight", s->vocab, s->hidden);
+}
+
+/* Norm weights uniform in [0.5, 1.5] (never all ones); matrices uniform with standard
+ * deviation 1/sqrt(in) so each projection keeps unit variance, except o_proj and
+ * down_proj at 3/sqrt(in) so the layers' output outweighs the input embedding (otherwise a
+ * tied head mostly repeats the last token); embedding and head with standard deviation
+ * 4/sqrt(hidden) so logits spread over a few units. */
+static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
+{
+    struct mk *k = ctx;
+    const struct hy_st_wtensor *t = &k->t[i];
+    size_t n = nbytes / hy_dtype_size(t->dtype);
+    uint64_t state = mix(k->seed * 0x9e3779b97f4a7c15ull ^ hash_str(t->name));
+    bool norm = t->n_dims == 1;
+    bool embed = strstr(t->name, "embed_tokens") || strstr(t->name, "lm_head");
+    bool out_proj = strstr(t->name, "o_proj") || strstr(t->name, "down_proj");
+    double std = embed      ? 4.0 / sqrt((double)k->s.hidden)
+                 : out_proj ? 3.0 / sqrt((double)t->shape[1])
+                            : 1.0 / sqrt((double)t->shape[1]);
+    double a = norm ? 0.5 : std * sqrt(3.0), off = norm ? 1.0 : 0.0;
+    const size_t chunk = k->tmp_cap;
+    for (size_t done = 0; done < n; done += chunk) {
+        size_t m = n - done < chunk ? n - done : chunk;
+        for (size_t j = 0; j < m; j++) {
+            state += 0x9e3779b97f4a7c15ull;
+            double u = (double)(mix(state) >> 11) * 0x1.0p-53; /* [0,1) */
+            k->tmp[j] = (float)(off + a * (2.0 * u - 1.0));
+        }
+        hy_dtype_from_f32((char *)buf + done * hy_dtype_size(t->dtype), k->tmp, t->dtype, m);
+    }
+    (void)err;
+    return HY_OK;
+}
+
+static int write_json(json_t *j, const char *dir, const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    json_decref(j);
+    if (rc)
+        fprintf(stderr, "hymt make-test-model: cannot write %s\n", path);
+    return rc ? 1 : 0;
+}
+
+/* Special ids laid out as the 7B vocabulary's (model doc 4.1): first special id S is
+ * endoftext, S+1 startoftext, S+3 eos, S+4 pad, S+5 extra_0 (sep), S+10 extra_5 (eod). */
+static int64_t first_special(int64_t vocab) { return vocab >= 1024 ? vocab - 210 : vocab - 16; }
+
+static int write_configs(const struct mk *k, const char *dir, bool rope_params)
+{
+    const struct shape *s = &k->s;
+    int64_t S = first_special(s->vocab);
+    const char *dt = k->dtype == HY_DTYPE_F32 ? "float32"
+                     : k->dtype == HY_DTYPE_F16 ? "float16" : "bfloat16";
+    json_t *c = json_pack(
+        "{s:[s], s:f, s:b, s:I, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:s, s:I, s:I, "
+        "s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b, s:b, s:b, s:b, s:s, s:s, s:I, s:I, s:b}",
+        "architectures", "HunYuanDenseV1ForCausalLM", "attention_dropout", 0.0,
+        "attention_bias", 0, "attention_head_dim", (json_int_t)s->hd, "head_dim",
+        (json_int_t)s->hd, "bos_token_id", (json_int_t)(S + 1), "hidden_act", "silu",
+        "hidden_size", (json_int_t)s->hidden, "initializer_range", 0.02, "intermediate_size",
+        (json_int_t)s->ffn, "max_position_embeddings", (json_int_t)32768,
+        "num_attention_heads", (json_int_t)s->heads, "num_hidden_layers",
+        (json_int_t)s->layers, "model_type", "hunyuan_v1_dense", "num_key_value_heads",
+        (json_int_t)s->kv, "eos_token_id", (json_int_t)(S + 3), "pad_token_id",
+        (json_int_t)(S + 4), "sep_token_id", (json_int_t)(S + 5), "eod_token_id",
+        (json_int_t)(S + 10), "vocab_size", (json_int_t)s->vocab, "org_vocab_size",
+        (json_int_t)s->vocab, "rms_norm_eps", 1e-5, "pretraining_tp", (json_int_t)1,
+        "tie_word_embeddings", !k->untied, "use_cache", 1, "use_qk_norm", 1, "use_cla", 0,
+        "torch_dtype", dt, "transformers_version", "4.56.0", "cla_share_factor",
+        (json_int_t)2, "num_experts", (json_int_t)1, "mlp_bias", 0);
+    if (!c)
+        return 1;
+    if (rope_params) {
+        json_object_set_new(c, "rope_parameters",
+                            json_pack("{s:s, s:f, s:f, s:f}", "rope_type", "dynamic",
+                                      "rope_theta", 10000.0, "alpha", s->alpha, "factor", 1.0));
+    } else {
+        json_object_set_new(c, "rope_theta", json_real(10000.0));
+        json_object_set_new(c, "rope_scaling",
+                            json_pack("{s:s, s:f, s:f, s:I, s:I, s:f, s:f}", "type", "dynamic",
+                                      "alpha", s->alpha, "factor", 1.0, "beta_fast",
+                                      (json_int_t)32, "beta_slow", (json_int_t)1, "mscale", 1.0,
+                                      "mscale_all_dim", 1.0));
+    }
+    if (write_json(c, dir, "config.json"))
+        return 1;
+    json_t *g = json_pack("{s:I, s:[I,I], s:I, s:b, s:I, s:f, s:f, s:f, s:s}", "bos_token_id",
+                          (json_int_t)(S + 1), "eos_token_id", (json_int_t)(S + 3),
+                          (json_int_t)S, "pad_token_id", (json_int_t)(S + 4), "do_sample", 1,
+                          "top_k", (json_int_t)20, "top_p", 0.6, "repetition_penalty", 1.05,
+                          "temperature", 0.7, "transformers_version", "4.56.0");
+    return g ? write_json(g, dir, "generation_config.json") : 1;
+}
+
+static int preset(struct shape *s, const char *name)
+{
+    static const struct {
+        const char *name;
+        struct shape s;
+    } presets[] = {
+        {"tiny", {2, 64, 4, 1, 64, 128, 512, 1000.0, 0}},
+        {"1.8b", {32, 2048, 16, 4, 128, 6144, 120818, 1000.0, 0}},
+        {"7b", {32, 4096, 32, 8, 128, 14336, 128167, 1000.0, 5000000000LL}},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(name, presets[i].name)) {
+            *s = presets[i].s;
+            return 0;
+        }
+    return -1;
+}
+
+static int make(struct mk *k, const char *dir, bool rope_params)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "hymt make-test-model: cannot create %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    size_t cap = (size_t)(k->s.layers * 11 + 3);
+    k->t = calloc(cap, sizeof *k->t);
+    k->names = calloc(cap, sizeof *k->names);
+    k->tmp_cap = 1 << 16;
+    k->tmp = malloc(k->tmp_cap * sizeof *k->tmp);
+    int rc = 1;
+    if (k->t && k->names && k->tmp) {
+        list_tensors(k);
+        struct hy_err err = {{0}};
+        /* remove stale files of another layout so the folder holds exactly one checkpoint */
+        char p[4096];
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/model.safetensors", dir);
+        unlink(p);
+        if (write_configs(k, dir, rope_params) == 0) {
+            hy_status s = hy_st_write(dir, k->t, k->n, (uint64_t)k->s.shard, fill, k, &err);
+            if (s)
+                fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
+            rc = s ? 1 : 0;
+        }
+    }
+    free(k->t);
+    free(k->names);
+    free(k->tmp);
+    return rc;
+}
+
+int cmd_make_test_model(int argc, char **argv)
+{
+    const char *out = NULL, *pname = "tiny", *dtype = "bf16", *rope_form = "scaling";
+    int64_t seed = 1, shard = -1;
+    struct shape ov = {-1, -1, -1, -1, -1, -1, -1, 0, 0};
+    struct mk k = {0};
+    struct cli_opt opts[] = {
+        {"out", CLI_STR, &out, 0, 0, false},
+        {"preset", CLI_STR, &pname, 0, 0, false},
+        {"seed", CLI_INT, &seed, 0, 9007199254740991.0, false},
+        {"dtype", CLI_STR, &dtype, 0, 0, false},
+        {"untied", CLI_FLAG, &k.untied, 0, 0, false},
+        {"store-lm-head", CLI_FLAG, &k.store_head, 0, 0, false},
+        {"rope-form", CLI_STR, &rope_form, 0, 0, false},
+        {"layers", CLI_INT, &ov.layers, 1, 256, false},
+        {"hidden", CLI_INT, &ov.hidden, 1, 65536, false},
+        {"heads", CLI_INT, &ov.heads, 1, 1024, false},
+        {"kv-heads", CLI_INT, &ov.kv, 1, 1024, false},
+        {"head-dim", CLI_INT, &ov.hd, 2, 1024, false},
+        {"ffn", CLI_INT, &ov.ffn, 1, 1 << 20, false},
+        {"vocab", CLI_INT, &ov.vocab, 32, 1 << 24, false},
+        {"shard-size", CLI_INT, &shard, 1, 1e15, false},
+    };
+    const char *pos[1];
+    int n_pos;
+    int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 0, &n_pos);
+    if (r)
+        return r == CLI_HELP ? 0 : 2;
+    if (!out)
+        return cli_fail(&cmd, "--out DIR is required");
+    if (preset(&k.s, pname))
+        return cli_fail(&cmd, "--preset: unknown preset '%s' (tiny, 1.8b, 7b)", pname);
+    int64_t *dst[] = {&k.s.layers, &k.s.hidden, &k.s.heads, &k.s.kv, &k.s.hd, &k.s.ffn, &k.s.vocab};
+    int64_t *src[] = {&ov.layers, &ov.hidden, &ov.heads, &ov.kv, &ov.hd, &ov.ffn, &ov.vocab};
+    for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++)
+        if (*src[i] > 0)
+            *dst[i] = *src[i];
+    if (shard > 0)
+        k.s.shard = shard;
+    if (k.s.heads % k.s.kv)
+        return cli_fail(&cmd, "--heads %lld is not a multiple of --kv-heads %lld",
+                        (long long)k.s.heads, (long long)k.s.kv);
+    if (k.s.hd % 2)
+        return cli_fail(&cmd, "--head-dim must be even, got %lld", (long long)k.s.hd);
+    if (!strcmp(dtype, "bf16"))
+        k.dtype = HY_DTYPE_BF16;
+    else if (!strcmp(dtype, "f16"))
+        k.dtype = HY_DTYPE_F16;
+    else if (!strcmp(dtype, "f32"))
+        k.dtype = HY_DTYPE_F32;
+    else
+        return cli_fail(&cmd, "--dtype: expected bf16, f16 or f32, got '%s'", dtype);
+    if (strcmp(rope_form, "scaling") && strcmp(rope_form, "parameters"))
+        return cli_fail(&cmd, "--rope-form: expected scaling or parameters, got '%s'", rope_form);
+    if (k.untied && k.store_head)
+        return cli_fail(&cmd, "--untied and --store-lm-head exclude each other");
+    k.seed = (uint64_t)seed;
+    int rc = make(&k, out, !strcmp(rope_form, "parameters"));
+    if (!rc)
+        HY_LOGI("wrote %s: %lld layers, hidden %lld, heads %lld/%lld x %lld, ffn %lld, vocab %lld, "
+                "%s%s", out, (long long)k.s.layers, (long long)k.s.hidden, (long long)k.s.heads,
+                (long long)k.s.kv, (long long)k.s.hd, (long long)k.s.ffn, (long long)k.s.vocab,
+                dtype, k.untied ? ", untied" : k.store_head ? ", tied + stored lm_head" : ", tied");
+    return rc;
+}

@@ -1,0 +1,10 @@
+/* commands.h: the hymt subcommands. Each takes the arguments after its name and returns
+ * the process exit code: 0 success, 1 runtime failure (bad model file, I/O), 2 usage error. */
+#ifndef HY_CLI_COMMANDS_H
+#define HY_CLI_COMMANDS_H
+
+int cmd_generate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_make_test_model(int argc, char **argv);
+
+#endif

@@ -1,0 +1,183 @@
+/* load.c: binding a checkpoint's tensors to the HunYuanDenseV1 weight structs, with every
+ * name, shape and dtype checked against the config (hunyuan.h has the contract). */
+#include "formats/safetensors.h"
+#include "model/hunyuan.h"
+
+#include "core/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Binds tensor `name` with the expected shape (rows, cols; rows == 0 means a vector). */
+static hy_status bind(struct hy_weight *w, const struct hy_st *st, const char *name,
+                      int64_t rows, int64_t cols, struct hy_err *err)
+{
+    const struct hy_st_tensor *t = hy_st_find(st, name);
+    if (!t)
+        return hy_err_set(err, HY_E_FORMAT, "missing tensor %s", name);
+    const char *file = hy_st_file_path(st, t->file);
+    bool ok = rows == 0 ? (t->n_dims == 1 && t->shape[0] == cols)
+                        : (t->n_dims == 2 && t->shape[0] == rows && t->shape[1] == cols);
+    if (!ok) {
+        char got[96] = "", *p = got;
+        for (int d = 0; d < t->n_dims; d++)
+            p += snprintf(p, (size_t)(got + sizeof got - p), "%s%lld", d ? "," : "",
+                          (long long)t->shape[d]);
+        if (rows == 0)
+            return hy_err_set(err, HY_E_FORMAT,
+                              "%s: tensor %s has shape [%s], the config needs [%lld]", file, name,
+                              got, (long long)cols);
+        return hy_err_set(err, HY_E_FORMAT,
+                          "%s: tensor %s has shape [%s], the config needs [%lld,%lld]", file,
+                          name, got, (long long)rows, (long long)cols);
+    }
+    w->dtype = t->dtype;
+    w->rows = rows == 0 ? 1 : rows;
+    w->cols = cols;
+    w->data = t->data;
+    return HY_OK;
+}
+
+static hy_status bind_layer(struct hy_layer_weights *l, const struct hy_st *st,
+                            const struct hy_config *c, int i, struct hy_err *err)
+{
+    char name[HY_ST_MAX_NAME];
+    const int64_t d = c->hidden_size, hd = c->head_dim, f = c->intermediate_size;
+    const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
+    struct {
+        struct hy_weight *w;
+        const char *suffix;
+        int64_t rows, cols;
+    } items[] = {
+        {&l->attn_norm, "input_layernorm.weight", 0, d},
+        {&l->wq, "self_attn.q_proj.weight", qd, d},
+        {&l->wk, "self_attn.k_proj.weight", kvd, d},
+        {&l->wv, "self_attn.v_proj.weight", kvd, d},
+        {&l->q_norm, "self_attn.query_layernorm.weight", 0, hd},
+        {&l->k_norm, "self_attn.key_layernorm.weight", 0, hd},
+        {&l->wo, "self_attn.o_proj.weight", d, qd},
+        {&l->ffn_norm, "post_attention_layernorm.weight", 0, d},
+        {&l->w_gate, "mlp.gate_proj.weight", f, d},
+        {&l->w_up, "mlp.up_proj.weight", f, d},
+        {&l->w_down, "mlp.down_proj.weight", d, f},
+    };
+    for (size_t k = 0; k < sizeof items / sizeof items[0]; k++) {
+        snprintf(name, sizeof name, "model.layers.%d.%s", i, items[k].suffix);
+        hy_status s = bind(items[k].w, st, name, items[k].rows, items[k].cols, err);
+        if (s)
+            return s;
+    }
+    return HY_OK;
+}
+
+static int64_t weight_elems(const struct hy_weight *w) { return w->rows * w->cols; }
+
+/* Tied config with a stored lm_head.weight (the released checkpoints have one, model doc
+ * 3.5). transformers 5.17 ties only when the two tensors are equal; when they differ it
+ * warns and uses the stored lm_head ("both are present in the checkpoints with different
+ * values, so we will NOT tie them"). The goldens come from transformers, so hymt does the
+ * same (vLLM, llama.cpp and mlx always use embed_tokens; the results agree when equal). */
+static hy_status check_stored_head(struct hy_model *m, struct hy_err *err)
+{
+    const struct hy_st_tensor *t = hy_st_find(m->st, "lm_head.weight");
+    if (!t)
+        return HY_OK;
+    const struct hy_st_tensor *e = hy_st_find(m->st, "model.embed_tokens.weight");
+    m->lm_head_stored = true;
+    m->lm_head_equal = e && e->dtype == t->dtype && e->nbytes == t->nbytes &&
+                       memcmp(e->data, t->data, t->nbytes) == 0;
+    if (m->lm_head_equal)
+        return HY_OK;
+    HY_LOGW("config ties the head to embed_tokens, but the stored lm_head.weight differs from "
+            "it: using lm_head.weight, as transformers does");
+    return bind(&m->lm_head, m->st, "lm_head.weight", m->cfg.vocab_size, m->cfg.hidden_size, err);
+}
+
+static hy_status bind_all(struct hy_model *m, struct hy_err *err)
+{
+    const struct hy_config *c = &m->cfg;
+    hy_status s = bind(&m->tok_embd, m->st, "model.embed_tokens.weight", c->vocab_size,
+                       c->hidden_size, err);
+    if (!s)
+        s = bind(&m->out_norm, m->st, "model.norm.weight", 0, c->hidden_size, err);
+    if (s)
+        return s;
+    if (c->tie_word_embeddings) {
+        m->lm_head = m->tok_embd;
+        s = check_stored_head(m, err);
+        if (s)
+            return s;
+    } else {
+        s = bind(&m->lm_head, m->st, "lm_head.weight", c->vocab_size, c->hidden_size, err);
+        if (s)
+            return s;
+    }
+    m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
+    if (!m->layers)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %lld layers",
+                          (long long)c->num_hidden_layers);
+    m->n_params = weight_elems(&m->tok_embd) + weight_elems(&m->out_norm) +
+                  (m->lm_head.data == m->tok_embd.data ? 0 : weight_elems(&m->lm_head));
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        s = bind_layer(&m->layers[i], m->st, c, i, err);
+        if (s)
+            return s;
+        const struct hy_layer_weights *l = &m->layers[i];
+        const struct hy_weight *ws[] = {&l->attn_norm, &l->wq,     &l->wk,       &l->wv,
+                                        &l->q_norm,    &l->k_norm, &l->wo,       &l->ffn_norm,
+                                        &l->w_gate,    &l->w_up,   &l->w_down};
+        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++)
+            m->n_params += weight_elems(ws[k]);
+    }
+    return HY_OK;
+}
+
+hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
+                        struct hy_err *err)
+{
+    *out = NULL;
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return hy_err_set(err, HY_E_IO, "%s: not a directory (expected a checkpoint folder "
+                          "with config.json and model.safetensors)", dir);
+    struct hy_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    m->be = be;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    hy_status s = hy_config_load(&m->cfg, path, err);
+    if (!s)
+        s = hy_st_open(&m->st, dir, err);
+    if (!s)
+        s = bind_all(m, err);
+    if (!s) {
+        size_t bytes = (size_t)(m->cfg.head_dim / 2) * sizeof(float);
+        float host[512];
+        hy_config_inv_freq(&m->cfg, host);
+        m->inv_freq = be->i->alloc(be, bytes);
+        if (!m->inv_freq)
+            s = hy_err_set(err, HY_E_NOMEM, "out of backend memory");
+        else
+            be->i->upload(be, m->inv_freq, host, bytes);
+    }
+    if (s) {
+        hy_model_destroy(m);
+        return s;
+    }
+    *out = m;
+    return HY_OK;
+}
+
+void hy_model_destroy(struct hy_model *m)
+{
+    if (!m)
+        return;
+    if (m->inv_freq)
+        m->be->i->free(m->be, m->inv_freq);
+    free(m->layers);
+    hy_st_close(m->st);
+    free(m);
+}

@@ -1,0 +1,101 @@
+#!/bin/sh
+# cli_test.sh HYMT DATA_DIR: the hymt command line: help, exit codes, one-line errors,
+# make-test-model determinism, info and generate on a generated checkpoint.
+HYMT=$1
+DATA=$2
+TMP=$(mktemp -d /tmp/hymt-cli-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+checks=0
+
+# expect CODE DESCRIPTION -- COMMAND...: runs it, checks the exit code
+expect() {
+    want=$1; what=$2; shift 3
+    checks=$((checks + 1))
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" != "$want" ]; then
+        fails=$((fails + 1))
+        echo "FAIL: $what: exit $got, expected $want: $*"; sed 's/^/  stderr: /' "$TMP/err"
+    fi
+}
+# contains FILE TEXT DESCRIPTION
+contains() {
+    checks=$((checks + 1))
+    if ! grep -q -- "$2" "$1"; then
+        fails=$((fails + 1)); echo "FAIL: $3: '$2' not in $(basename "$1")"; sed 's/^/  /' "$1"
+    fi
+}
+one_line() {
+    checks=$((checks + 1))
+    n=$(wc -l <"$TMP/err")
+    if [ "$n" != 1 ]; then fails=$((fails + 1)); echo "FAIL: $1: $n lines on stderr"; cat "$TMP/err"; fi
+}
+
+expect 0 "top-level help" -- "$HYMT" --help
+contains "$TMP/out" "make-test-model" "help lists commands"
+expect 2 "no command" -- "$HYMT"
+expect 2 "unknown command" -- "$HYMT" frobnicate
+one_line "unknown command"
+expect 2 "unknown global flag" -- "$HYMT" --frob generate
+for c in generate info make-test-model; do
+    expect 0 "$c --help" -- "$HYMT" $c --help
+    contains "$TMP/out" "usage: hymt $c" "$c usage"
+    expect 2 "$c unknown flag" -- "$HYMT" $c --no-such-flag
+    one_line "$c unknown flag"
+    contains "$TMP/err" "unknown option '--no-such-flag'" "$c names the flag"
+done
+
+M=$TMP/m
+expect 0 "make-test-model tiny" -- "$HYMT" -q make-test-model --out "$M" --seed 3
+expect 0 "make-test-model again" -- "$HYMT" -q make-test-model --out "$TMP/m2" --seed 3
+expect 0 "make-test-model other seed" -- "$HYMT" -q make-test-model --out "$TMP/m3" --seed 4
+checks=$((checks + 2))
+cmp -s "$M/model.safetensors" "$TMP/m2/model.safetensors" || { fails=$((fails+1)); echo "FAIL: same seed, different weights"; }
+cmp -s "$M/model.safetensors" "$TMP/m3/model.safetensors" && { fails=$((fails+1)); echo "FAIL: other seed, same weights"; }
+expect 2 "bad preset" -- "$HYMT" make-test-model --out "$TMP/x" --preset huge
+expect 2 "bad dtype" -- "$HYMT" make-test-model --out "$TMP/x" --dtype int3
+expect 2 "heads not multiple of kv" -- "$HYMT" make-test-model --out "$TMP/x" --heads 4 --kv-heads 3
+expect 2 "missing --out" -- "$HYMT" make-test-model
+expect 0 "sharded f16 checkpoint" -- "$HYMT" -q make-test-model --out "$TMP/s" --dtype f16 --shard-size 100000 --store-lm-head
+checks=$((checks + 1))
+[ -f "$TMP/s/model.safetensors.index.json" ] || { fails=$((fails+1)); echo "FAIL: no shard index"; }
+
+expect 0 "info" -- "$HYMT" info "$M"
+contains "$TMP/out" "parameters" "info shows parameters"
+contains "$TMP/out" "base 12496091.41" "info shows the NTK-alpha RoPE base (head_dim 64)"
+expect 0 "info --tensors" -- "$HYMT" info "$M" --tensors
+contains "$TMP/out" "model.layers.1.mlp.down_proj.weight" "tensor list"
+expect 0 "info on shards" -- "$HYMT" info "$TMP/s"
+contains "$TMP/out" "differs from embed_tokens, so it is used" "stored lm_head reported"
+expect 1 "info on a missing folder" -- "$HYMT" info "$TMP/nope"
+one_line "info on a missing folder"
+expect 2 "info without a model" -- "$HYMT" info
+
+expect 0 "generate" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 --ignore-eos
+checks=$((checks + 1))
+[ "$(wc -w <"$TMP/out")" = 5 ] || { fails=$((fails+1)); echo "FAIL: generate printed: $(cat "$TMP/out")"; }
+cp "$TMP/out" "$TMP/greedy1"
+expect 0 "generate on shards" -- "$HYMT" -q generate -m "$TMP/s" --ids 497,5,6,7 -n 3 --ignore-eos
+expect 0 "generate again, 1 thread" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 --ignore-eos -t 1
+checks=$((checks + 1))
+cmp -s "$TMP/out" "$TMP/greedy1" || { fails=$((fails+1)); echo "FAIL: greedy differs with 1 thread"; }
+expect 0 "generate sampled" -- "$HYMT" -q generate -m "$M" --ids 497,5 -n 4 --temp 0.8 --seed 9 --ignore-eos
+expect 0 "generate with dump" -- "$HYMT" -q generate -m "$M" --ids 497,5 -n 3 --ignore-eos --dump-logits "$TMP/d.f32"
+checks=$((checks + 1))
+[ "$(wc -c <"$TMP/d.f32")" = $((3 * 512 * 4)) ] || { fails=$((fails+1)); echo "FAIL: dump size $(wc -c <"$TMP/d.f32")"; }
+expect 2 "generate without -n" -- "$HYMT" generate -m "$M" --ids 1
+expect 2 "generate -n 0" -- "$HYMT" generate -m "$M" --ids 1 -n 0
+expect 2 "generate -n abc" -- "$HYMT" generate -m "$M" --ids 1 -n abc
+one_line "generate -n abc"
+expect 2 "generate bad ids" -- "$HYMT" generate -m "$M" --ids 1,,2 -n 1
+expect 2 "generate negative temp" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --temp -1
+expect 2 "generate --prompt before the tokenizer" -- "$HYMT" generate -m "$M" --prompt hi -n 1
+one_line "generate --prompt"
+expect 1 "generate id out of vocab" -- "$HYMT" generate -m "$M" --ids 1,512 -n 1
+contains "$TMP/err" "out of the vocabulary" "names the bad id"
+expect 1 "generate missing model" -- "$HYMT" generate -m "$TMP/nope" --ids 1 -n 1
+expect 1 "generate unwritable dump" -- "$HYMT" -q generate -m "$M" --ids 1 -n 1 --dump-logits /nonexistent/dir/x
+
+echo "$checks checks, $fails failed"
+[ "$fails" = 0 ]

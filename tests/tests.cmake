@@ -1,0 +1,18 @@
+# Tests outside src/: parity with transformers (label "model") and the CLI (label "unit").
+
+hy_add_test(parity_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/parity/parity_test.c)
+set_tests_properties(parity_test PROPERTIES DISABLED TRUE) # the binary; one test per model below
+
+file(GLOB HYMT_PARITY_MODELS LIST_DIRECTORIES true ${CMAKE_SOURCE_DIR}/tests/data/tiny-*)
+foreach(dir ${HYMT_PARITY_MODELS})
+  if(EXISTS ${dir}/config.json)
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME parity_${name} COMMAND parity_test ${dir})
+    set_tests_properties(parity_${name} PROPERTIES LABELS model TIMEOUT 300
+      ENVIRONMENT "HYMT_SRC=${CMAKE_SOURCE_DIR};HYMT_BIN=${CMAKE_BINARY_DIR}")
+  endif()
+endforeach()
+
+add_test(NAME cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/cli_test.sh
+  ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(cli_test PROPERTIES LABELS unit TIMEOUT 300)
