@@ -38,6 +38,7 @@ static const struct cli_cmd cmd = {
     "                      override the preset's shapes\n"
     "  --shard-size BYTES  split into shards of at most this many bytes, with an index\n"
     "                      (default: 7b preset 5e9, others one file)\n"
+    "  --dry-run           print the tensor count, parameters and bytes; write nothing\n"
     "  -h, --help          this text\n",
 };
 
@@ -51,7 +52,7 @@ struct mk {
     struct shape s;
     enum hy_dtype dtype;
     uint64_t seed;
-    bool untied, store_head;
+    bool untied, store_head, dry_run;
     struct hy_st_wtensor *t; /* [n] */
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
@@ -230,9 +231,23 @@ static int preset(struct shape *s, const char *name)
     return -1;
 }
 
+/* Prints the tensor count, parameters and bytes the checkpoint has (or would have). */
+static void print_summary(const struct mk *k)
+{
+    uint64_t elems = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        uint64_t e = 1;
+        for (int d = 0; d < k->t[i].n_dims; d++)
+            e *= (uint64_t)k->t[i].shape[d];
+        elems += e;
+    }
+    printf("%zu tensors, %llu parameters, %llu bytes\n", k->n, (unsigned long long)elems,
+           (unsigned long long)(elems * hy_dtype_size(k->dtype)));
+}
+
 static int make(struct mk *k, const char *dir, bool rope_params)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (!k->dry_run && mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "hymt make-test-model: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
@@ -242,7 +257,11 @@ static int make(struct mk *k, const char *dir, bool rope_params)
     k->tmp_cap = 1 << 16;
     k->tmp = malloc(k->tmp_cap * sizeof *k->tmp);
     int rc = 1;
-    if (k->t && k->names && k->tmp) {
+    if (k->t && k->names && k->tmp && k->dry_run) {
+        list_tensors(k);
+        print_summary(k);
+        rc = 0;
+    } else if (k->t && k->names && k->tmp) {
         list_tensors(k);
         struct hy_err err = {{0}};
         /* remove stale files of another layout so the folder holds exactly one checkpoint */
@@ -256,6 +275,8 @@ static int make(struct mk *k, const char *dir, bool rope_params)
             if (s)
                 fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
             rc = s ? 1 : 0;
+            if (!s)
+                print_summary(k);
         }
     }
     free(k->t);
@@ -277,6 +298,7 @@ int cmd_make_test_model(int argc, char **argv)
         {"dtype", CLI_STR, &dtype, 0, 0, false},
         {"untied", CLI_FLAG, &k.untied, 0, 0, false},
         {"store-lm-head", CLI_FLAG, &k.store_head, 0, 0, false},
+        {"dry-run", CLI_FLAG, &k.dry_run, 0, 0, false},
         {"rope-form", CLI_STR, &rope_form, 0, 0, false},
         {"layers", CLI_INT, &ov.layers, 1, 256, false},
         {"hidden", CLI_INT, &ov.hidden, 1, 65536, false},
@@ -292,7 +314,7 @@ int cmd_make_test_model(int argc, char **argv)
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 0, &n_pos);
     if (r)
         return r == CLI_HELP ? 0 : 2;
-    if (!out)
+    if (!out && !k.dry_run)
         return cli_fail(&cmd, "--out DIR is required");
     if (preset(&k.s, pname))
         return cli_fail(&cmd, "--preset: unknown preset '%s' (tiny, 1.8b, 7b)", pname);
@@ -322,7 +344,7 @@ int cmd_make_test_model(int argc, char **argv)
         return cli_fail(&cmd, "--untied and --store-lm-head exclude each other");
     k.seed = (uint64_t)seed;
     int rc = make(&k, out, !strcmp(rope_form, "parameters"));
-    if (!rc)
+    if (!rc && !k.dry_run)
         HY_LOGI("wrote %s: %lld layers, hidden %lld, heads %lld/%lld x %lld, ffn %lld, vocab %lld, "
                 "%s%s", out, (long long)k.s.layers, (long long)k.s.hidden, (long long)k.s.heads,
                 (long long)k.s.kv, (long long)k.s.hd, (long long)k.s.ffn, (long long)k.s.vocab,

@@ -53,6 +53,12 @@ expect 0 "make-test-model other seed" -- "$HYMT" -q make-test-model --out "$TMP/
 checks=$((checks + 2))
 cmp -s "$M/model.safetensors" "$TMP/m2/model.safetensors" || { fails=$((fails+1)); echo "FAIL: same seed, different weights"; }
 cmp -s "$M/model.safetensors" "$TMP/m3/model.safetensors" && { fails=$((fails+1)); echo "FAIL: other seed, same weights"; }
+# the presets' shapes: model doc 2.3 gives 7,504,568,320 parameters and 15,009,136,640 bf16
+# bytes for Hunyuan-MT-7B tied, 16,059,080,704 with the stored lm_head
+expect 0 "7b dry run" -- "$HYMT" make-test-model --preset 7b --dry-run
+contains "$TMP/out" "354 tensors, 7504568320 parameters, 15009136640 bytes" "7b preset shapes"
+expect 0 "7b dry run with lm_head" -- "$HYMT" make-test-model --preset 7b --dry-run --store-lm-head
+contains "$TMP/out" "8029540352 parameters, 16059080704 bytes" "7b preset with stored head"
 expect 2 "bad preset" -- "$HYMT" make-test-model --out "$TMP/x" --preset huge
 expect 2 "bad dtype" -- "$HYMT" make-test-model --out "$TMP/x" --dtype int3
 expect 2 "heads not multiple of kv" -- "$HYMT" make-test-model --out "$TMP/x" --heads 4 --kv-heads 3
