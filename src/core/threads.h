@@ -24,10 +24,10 @@ int hy_cpu_count(void);
  * HY_E_RANGE if n_threads > HY_POOL_MAX_THREADS; HY_E_NOMEM / HY_E_IO if threads cannot start. */
 hy_status hy_pool_create(struct hy_pool **out, int n_threads, struct hy_err *err);
 void hy_pool_destroy(struct hy_pool *pool); /* accepts NULL; joins the workers */
-int hy_pool_size(const struct hy_pool *pool);
+int hy_pool_size(const struct hy_pool *pool); /* NULL counts as a pool of 1 */
 
 /* Runs fn over [0, n) split into at most hy_pool_size() chunks of at least `grain` items
- * (grain <= 0 means 1). Small n runs inline on the caller. */
+ * (grain <= 0 means 1). Small n (n < 2*grain) and a NULL pool run inline on the caller. */
 void hy_pool_for(struct hy_pool *pool, int64_t n, int64_t grain, hy_pool_fn fn, void *ctx);
 
 #endif

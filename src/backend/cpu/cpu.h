@@ -8,10 +8,27 @@
 
 #include "backend/backend.h"
 
+/* Largest head_dim the attention and rope ops accept (their scratch lives on the stack). */
+#define HY_CPU_MAX_HEAD_DIM 512
+
+/* SIMD level of the fast kernels, chosen at run time from what the CPU reports. */
+enum hy_cpu_isa {
+    HY_CPU_ISA_AUTO = 0, /* the best one this CPU supports */
+    HY_CPU_ISA_SCALAR,   /* portable C */
+    HY_CPU_ISA_AVX2,     /* x86-64 AVX2 + FMA + F16C */
+    HY_CPU_ISA_AVX512,   /* x86-64 AVX-512F (+ AVX2, FMA, F16C) */
+};
+
 hy_status hy_cpu_backend_create(struct hy_backend **out, int n_threads, struct hy_err *err);
+/* Same, with a fixed SIMD level (tests, benchmarks); HY_E_UNSUPPORTED if this CPU or build
+ * lacks it. */
+hy_status hy_cpu_backend_create_isa(struct hy_backend **out, int n_threads, enum hy_cpu_isa isa,
+                                    struct hy_err *err);
 hy_status hy_cpu_backend_create_ref(struct hy_backend **out, struct hy_err *err);
 /* Threads the backend runs ops on (1 for the reference backend). */
 int hy_cpu_backend_threads(const struct hy_backend *be);
+/* Name of the kernels in use: "ref", "scalar", "avx2" or "avx512" (for logs). */
+const char *hy_cpu_backend_isa(const struct hy_backend *be);
 
 /* Plain C reference ops: same contracts as struct hy_backend_i, no backend argument. */
 void hy_ref_embed(float *out, const struct hy_weight *table, const int32_t *ids, int T);
