@@ -7,9 +7,11 @@ file(GLOB HYMT_PARITY_MODELS LIST_DIRECTORIES true ${CMAKE_SOURCE_DIR}/tests/dat
 foreach(dir ${HYMT_PARITY_MODELS})
   if(EXISTS ${dir}/config.json)
     get_filename_component(name ${dir} NAME)
-    add_test(NAME parity_${name} COMMAND parity_test ${dir})
-    set_tests_properties(parity_${name} PROPERTIES LABELS model TIMEOUT 300
-      ENVIRONMENT "HYMT_SRC=${CMAKE_SOURCE_DIR};HYMT_BIN=${CMAKE_BINARY_DIR}")
+    foreach(mode ref cpu cli)
+      add_test(NAME parity_${name}_${mode} COMMAND parity_test ${dir} ${mode})
+      set_tests_properties(parity_${name}_${mode} PROPERTIES LABELS model TIMEOUT 300
+        ENVIRONMENT "HYMT_SRC=${CMAKE_SOURCE_DIR};HYMT_BIN=${CMAKE_BINARY_DIR}")
+    endforeach()
   endif()
 endforeach()
 

@@ -19,14 +19,16 @@ void hy_err_prefix(struct hy_err *err, const char *fmt, ...)
 {
     if (!err)
         return;
-    char pre[HY_ERR_MSG_MAX], old[HY_ERR_MSG_MAX];
+    char pre[HY_ERR_MSG_MAX], old[HY_ERR_MSG_MAX], both[2 * HY_ERR_MSG_MAX + 2];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
     old[sizeof old - 1] = '\0';
-    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    snprintf(both, sizeof both, "%s: %s", pre, old); /* fits; cut to the message size below */
+    memcpy(err->msg, both, sizeof err->msg - 1);
+    err->msg[sizeof err->msg - 1] = '\0';
 }
 
 const char *hy_status_str(hy_status st)

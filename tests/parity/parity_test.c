@@ -1,11 +1,13 @@
 /* parity_test.c: hymt's forward pass against Hugging Face transformers' goldens.
- * usage: parity_test MODEL_DIR   (the folder holds golden.json and the .f32 logits that
- * tests/parity/make_golden.py wrote with transformers on float32 weights).
- * Checks, with the fast CPU backend (2 threads) and the reference backend:
- *  - every prompt position's logits, prefilled in one call and in uneven chunks;
- *  - 24 greedy steps through the KV cache: ids identical, logits close;
- *  - `hymt generate --ids ... --ignore-eos --dump-logits` (the CLI) gives the same;
- *  - RoPE inverse frequencies against transformers' and the model doc formula.
+ * usage: parity_test MODEL_DIR ref|cpu|cli  (the folder holds golden.json and the .f32
+ * logits that tests/parity/make_golden.py wrote with transformers on float32 weights).
+ * Every mode checks the RoPE inverse frequencies against transformers' and the model doc
+ * formula, then:
+ *  ref: the reference backend: every prompt position's logits, then 24 greedy steps
+ *       through the KV cache (ids identical, logits close);
+ *  cpu: the same with the fast CPU backend (2 threads), prefilling in one call, in chunks
+ *       of 5 and token by token;
+ *  cli: `hymt generate --ids ... --ignore-eos --dump-logits` gives the same ids and logits.
  * Tolerance: per position, max|ours - golden| <= 1e-4 * max|golden| (issue #2). Both sides
  * compute in float32 from the same weights; only summation order differs, which moves
  * logits by ~1e-6 relative, so 1e-4 leaves room without hiding a wrong op (a wrong op
@@ -202,35 +204,38 @@ static void check_rope(const struct golden *g, const struct hy_config *cf)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: parity_test MODEL_DIR\n");
+    if (argc != 3 || (strcmp(argv[2], "ref") && strcmp(argv[2], "cpu") && strcmp(argv[2], "cli"))) {
+        fprintf(stderr, "usage: parity_test MODEL_DIR ref|cpu|cli\n");
         return 2;
     }
+    const char *mode = argv[2];
     struct golden g;
     if (load_golden(&g, argv[1]))
         return 1;
     struct hy_err err = {{0}};
-    struct hy_backend *fast = NULL, *ref = NULL;
-    struct hy_model *mf = NULL, *mr = NULL;
-    CHECK(hy_cpu_backend_create(&fast, 2, &err) == HY_OK);
-    CHECK(hy_cpu_backend_create_ref(&ref, &err) == HY_OK);
-    CHECKF(hy_model_load(&mf, argv[1], fast, &err) == HY_OK, "%s", err.msg);
-    CHECKF(hy_model_load(&mr, argv[1], ref, &err) == HY_OK, "%s", err.msg);
-    if (mf && mr) {
-        CHECK(mf->cfg.vocab_size == g.vocab);
-        check_rope(&g, &mf->cfg);
-        check_model(&g, mr, g.n_prompt, "reference");
-        check_model(&g, mf, g.n_prompt, "cpu");
-        check_model(&g, mf, 5, "cpu");
-        check_model(&g, mf, 1, "cpu");
-        check_cli(&g, argv[1]);
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    if (!strcmp(mode, "ref"))
+        CHECK(hy_cpu_backend_create_ref(&be, &err) == HY_OK);
+    else
+        CHECK(hy_cpu_backend_create(&be, 2, &err) == HY_OK);
+    CHECKF(be && hy_model_load(&m, argv[1], be, &err) == HY_OK, "%s", err.msg);
+    if (m) {
+        CHECK(m->cfg.vocab_size == g.vocab);
+        check_rope(&g, &m->cfg);
+        if (!strcmp(mode, "ref")) {
+            check_model(&g, m, g.n_prompt, "reference");
+        } else if (!strcmp(mode, "cpu")) {
+            check_model(&g, m, g.n_prompt, "cpu");
+            check_model(&g, m, 5, "cpu");
+            check_model(&g, m, 1, "cpu");
+        } else {
+            check_cli(&g, argv[1]);
+        }
     }
-    hy_model_destroy(mf);
-    hy_model_destroy(mr);
-    if (fast)
-        fast->i->destroy(fast);
-    if (ref)
-        ref->i->destroy(ref);
+    hy_model_destroy(m);
+    if (be)
+        be->i->destroy(be);
     free(g.plog);
     free(g.glog);
     return test_result();

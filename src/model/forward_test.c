@@ -1,0 +1,145 @@
+/* forward_test.c: properties of the forward pass that hold for any weights, on the
+ * committed tiny checkpoints: the dump hook sees every named intermediate in order;
+ * the fast CPU backend gives bit-identical logits for 1, 2 and 3 threads (each output row
+ * is summed by one thread in a fixed order, so results must not depend on the split);
+ * and decoding through the KV cache equals recomputing the whole sequence. */
+#include "backend/cpu/cpu.h"
+#include "model/hunyuan.h"
+#include "test.h"
+
+#include <math.h>
+#include <string.h>
+
+struct dump_log {
+    int calls, layer_calls[8];
+    char first[32], last[32];
+};
+
+static void on_dump(void *ctx, const char *name, int layer, const float *x, int64_t rows,
+                    int64_t cols)
+{
+    struct dump_log *d = ctx;
+    if (!d->calls)
+        snprintf(d->first, sizeof d->first, "%s", name);
+    snprintf(d->last, sizeof d->last, "%s", name);
+    d->calls++;
+    if (layer >= 0 && layer < 8)
+        d->layer_calls[layer]++;
+    CHECK(rows >= 1 && cols >= 1 && x != NULL);
+}
+
+static int load(const char *name, int threads, struct hy_backend **be, struct hy_model **m)
+{
+    char dir[4096];
+    struct hy_err err = {{0}};
+    test_path(dir, sizeof dir, "HYMT_SRC", name);
+    hy_status s = threads ? hy_cpu_backend_create(be, threads, &err)
+                          : hy_cpu_backend_create_ref(be, &err);
+    if (!s)
+        s = hy_model_load(m, dir, *be, &err);
+    CHECKF(s == HY_OK, "%s", err.msg);
+    return s == HY_OK ? 0 : -1;
+}
+
+static const int32_t ids[9] = {305, 3, 77, 250, 12, 319, 8, 8, 130}; /* < every vocab */
+
+static void check_dump(void)
+{
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    struct hy_ctx *c = NULL;
+    struct hy_err err = {{0}};
+    if (!load("tests/data/tiny-mqa", 1, &be, &m))
+        CHECK(hy_ctx_create(&c, m, 16, 9, &err) == HY_OK);
+    if (c) {
+        struct dump_log d = {0};
+        c->dump = on_dump;
+        c->dump_ctx = &d;
+        float logits[512];
+        CHECK(hy_model_forward(c, ids, 9, false, logits, &err) == HY_OK);
+        CHECK(!strcmp(d.first, "embd") && !strcmp(d.last, "out_norm"));
+        for (int l = 0; l < m->cfg.num_hidden_layers; l++)
+            CHECKF(d.layer_calls[l] == 8, "layer %d: %d dumps", l, d.layer_calls[l]);
+    }
+    hy_ctx_destroy(c);
+    hy_model_destroy(m);
+    if (be)
+        be->i->destroy(be);
+}
+
+/* all-position logits of the 9 ids with `threads` threads (0 = reference backend) */
+static void run(const char *model, int threads, float *out, int64_t *vocab)
+{
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    struct hy_ctx *c = NULL;
+    struct hy_err err = {{0}};
+    if (!load(model, threads, &be, &m) && hy_ctx_create(&c, m, 16, 9, &err) == HY_OK) {
+        *vocab = m->cfg.vocab_size;
+        CHECK(hy_model_forward(c, ids, 9, true, out, &err) == HY_OK);
+    }
+    hy_ctx_destroy(c);
+    hy_model_destroy(m);
+    if (be)
+        be->i->destroy(be);
+}
+
+static void check_threads(const char *model)
+{
+    static float a[9 * 512], b[9 * 512], r[9 * 512];
+    int64_t V = 0;
+    run(model, 1, a, &V);
+    for (int t = 2; t <= 3; t++) {
+        run(model, t, b, &V);
+        CHECKF(memcmp(a, b, (size_t)(9 * V) * sizeof(float)) == 0, "%s: %d threads differ",
+               model, t);
+    }
+    /* fast vs reference: float32 sums in another order, so close, not equal */
+    run(model, 0, r, &V);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < 9 * V; i++) {
+        num = fmax(num, fabs((double)a[i] - r[i]));
+        den = fmax(den, fabs((double)r[i]));
+    }
+    CHECKF(den > 0 && num <= 1e-5 * den, "%s: fast vs reference %.3g of %.3g", model, num, den);
+}
+
+/* decode through the cache == whole-sequence recompute, at every step */
+static void check_cache(void)
+{
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    struct hy_ctx *inc = NULL, *full = NULL;
+    struct hy_err err = {{0}};
+    if (!load("tests/data/tiny-gqa2-untied", 2, &be, &m)) {
+        CHECK(hy_ctx_create(&inc, m, 16, 9, &err) == HY_OK);
+        CHECK(hy_ctx_create(&full, m, 16, 9, &err) == HY_OK);
+    }
+    for (int n = 1; inc && full && n <= 9; n++) {
+        static float li[384], lf[384];
+        CHECK(hy_model_forward(inc, &ids[n - 1], 1, false, li, &err) == HY_OK);
+        hy_ctx_reset(full);
+        CHECK(hy_model_forward(full, ids, n, false, lf, &err) == HY_OK);
+        double num = 0, den = 0;
+        for (int i = 0; i < 384; i++) {
+            num = fmax(num, fabs((double)li[i] - lf[i]));
+            den = fmax(den, fabs((double)lf[i]));
+        }
+        CHECKF(den > 0 && num <= 1e-5 * den, "step %d: cached vs recomputed %.3g", n, num);
+    }
+    hy_ctx_destroy(inc);
+    hy_ctx_destroy(full);
+    hy_model_destroy(m);
+    if (be)
+        be->i->destroy(be);
+}
+
+int main(void)
+{
+    check_dump();
+    check_threads("tests/data/tiny-mqa");
+    check_threads("tests/data/tiny-gqa2-untied");
+    check_threads("tests/data/tiny-mha-sharded");
+    check_cache();
+    return test_result();
+}
