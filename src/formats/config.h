@@ -2,8 +2,14 @@
  * Accepts the real checkpoint form ("rope_scaling": {"type": "dynamic", "alpha": ...}) and
  * transformers' newer "rope_parameters": {"rope_type", "rope_theta", "alpha", ...} form, and
  * computes the effective RoPE base (model doc 3.3). Every value from the file is checked:
- * errors name the file and the key (zero heads, heads not divisible by KV heads, ...).
- * Plain data; no allocation survives the call. */
+ * errors name the file and the key (zero heads, heads not divisible by KV heads, ...):
+ * HY_E_FORMAT for wrong JSON or types, HY_E_NOTFOUND for a missing required key (vocab_size,
+ * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads), HY_E_RANGE for
+ * values out of range, HY_E_UNSUPPORTED for valid features hymt does not run (use_cla,
+ * biases, hidden_act other than silu, another model_type, rope types other than
+ * default/dynamic). Absent keys take transformers' defaults (noted per field); a null value
+ * counts as absent. On error *cfg is unchanged.
+ * Plain data; no allocation survives the call; thread-safe. */
 #ifndef HY_FORMATS_CONFIG_H
 #define HY_FORMATS_CONFIG_H
 
@@ -27,20 +33,20 @@ struct hy_config {
     int64_t num_attention_heads;
     int64_t num_key_value_heads;  /* = num_attention_heads when absent */
     int64_t head_dim;             /* head_dim, else attention_head_dim, else hidden/heads */
-    int64_t max_position_embeddings;
-    double rms_norm_eps;
-    double rope_theta;            /* as written (default 10000) */
-    char rope_type[32];           /* "default", "dynamic", "linear", ... */
+    int64_t max_position_embeddings; /* default 2048 */
+    double rms_norm_eps;          /* default 1e-5 */
+    double rope_theta;            /* as written, top level or in rope_parameters (default 10000) */
+    char rope_type[32];           /* "default" (when absent) or "dynamic"; others are rejected */
     double rope_alpha;            /* 0 when absent */
     double rope_factor;           /* 1 when absent; read, not used (model doc 3.3) */
-    double rope_base;             /* effective base: theta * alpha^(d/(d-2)) when alpha > 0 */
+    double rope_base;             /* effective: theta * alpha^(d/(d-2)) if dynamic and alpha > 0 */
     char hidden_act[32];          /* must be "silu" */
-    bool tie_word_embeddings;
+    bool tie_word_embeddings;     /* default false */
     bool use_qk_norm;             /* default true */
     bool use_cla;                 /* must be false */
     bool attention_bias;          /* must be false */
     bool mlp_bias;                /* must be false */
-    int64_t bos_token_id;         /* -1 when absent */
+    int64_t bos_token_id;         /* -1 when absent (or -1 in the file); else < vocab_size */
     int64_t pad_token_id;
     int64_t sep_token_id;
     int64_t eod_token_id;
@@ -54,7 +60,8 @@ hy_status hy_config_load(struct hy_config *cfg, const char *path, struct hy_err 
 /* Parses JSON text; `what` names the source in errors. Validates (hy_config_validate). */
 hy_status hy_config_parse(struct hy_config *cfg, const char *json, size_t len, const char *what,
                           struct hy_err *err);
-/* Range and consistency checks; also fills derived fields (rope_base). */
+/* Range and consistency checks; also fills derived fields (rope_base; rope_type "" becomes
+ * "default"). For configs built in code too (e.g. from GGUF metadata). */
 hy_status hy_config_validate(struct hy_config *cfg, const char *what, struct hy_err *err);
 /* RoPE inverse frequencies: inv_freq[i] = base^(-2i/hd), i < hd/2. */
 void hy_config_inv_freq(const struct hy_config *cfg, float *inv_freq);

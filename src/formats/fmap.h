@@ -1,6 +1,8 @@
 /* fmap.h: read-only memory maps of whole files (weights are never copied on the CPU).
  * hy_fmap_open maps the file or fails with an error naming the path; an empty file maps to
- * size 0 with data NULL. The mapping lives until hy_fmap_close. Thread-safe to read. */
+ * size 0 with data NULL. HY_E_IO (with strerror) if the path cannot be opened, is not a
+ * regular file or cannot be mapped; *m is then zeroed. The mapping (PROT_READ, MAP_PRIVATE)
+ * lives until hy_fmap_close; the file descriptor is closed at once. Thread-safe to read. */
 #ifndef HY_FORMATS_FMAP_H
 #define HY_FORMATS_FMAP_H
 

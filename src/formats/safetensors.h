@@ -5,6 +5,13 @@
  * beyond the file, invalid JSON header, unknown dtype, data out of bounds or overlapping,
  * shape/size mismatch, duplicate names, index naming a missing shard or tensor); nothing is
  * trusted. Dtypes read: F32, F16, BF16 (others are HY_E_UNSUPPORTED naming the dtype).
+ * Status kinds: HY_E_IO (file missing or unreadable), HY_E_FORMAT (malformed), HY_E_RANGE (over
+ * one of the limits below), HY_E_UNSUPPORTED (valid but not read: dtype, more than 4 dims).
+ * The index and its shards must agree exactly: a tensor in a shard but absent from the index
+ * is an error too, as is a tensor in two shards. Gaps between tensors' data are allowed.
+ * Alignment: tensor data is NOT guaranteed to be aligned to its element size (the format pads
+ * only the header, to 8 bytes, and mixed dtypes shift later offsets), so consumers must read
+ * elements through memcpy (or copy whole tensors) rather than cast t->data to float *.
  * Writer: hy_st_write() streams tensors to one file or to shards plus the index, asking a
  * callback to fill each tensor's bytes, so multi-GB checkpoints never sit in memory at once.
  * An open set is read-only and thread-safe; hy_st_close frees everything. */
@@ -21,6 +28,7 @@
 #define HY_ST_MAX_NAME 256              /* bytes incl. NUL; longer names are an error */
 #define HY_ST_MAX_HEADER (100u << 20)   /* header JSON bytes; larger is an error */
 #define HY_ST_MAX_SHARDS 1024
+#define HY_ST_MAX_INDEX (64u << 20)     /* bytes of model.safetensors.index.json */
 
 struct hy_st_tensor {
     char name[HY_ST_MAX_NAME];
@@ -42,11 +50,13 @@ hy_status hy_st_open(struct hy_st **out, const char *dir, struct hy_err *err);
 hy_status hy_st_open_file(struct hy_st **out, const char *path, struct hy_err *err);
 void hy_st_close(struct hy_st *st); /* accepts NULL */
 
+/* Tensors in order: file by file (shards in file-name order), and by data
+ * offset within a file. */
 size_t hy_st_count(const struct hy_st *st);
-const struct hy_st_tensor *hy_st_at(const struct hy_st *st, size_t i);
+const struct hy_st_tensor *hy_st_at(const struct hy_st *st, size_t i); /* i < count */
 /* NULL when absent. */
 const struct hy_st_tensor *hy_st_find(const struct hy_st *st, const char *name);
-/* Path of shard file i (for messages). */
+/* Path of shard file i, 0 <= i < hy_st_file_count (for messages). */
 const char *hy_st_file_path(const struct hy_st *st, int file);
 int hy_st_file_count(const struct hy_st *st);
 
@@ -63,11 +73,18 @@ struct hy_st_wtensor {
 typedef hy_status (*hy_st_fill_fn)(void *ctx, size_t i, void *buf, size_t nbytes,
                                    struct hy_err *err);
 
-/* Writes n tensors in order into dir. If the total data is <= max_shard_bytes (or
- * max_shard_bytes == 0) it writes dir/model.safetensors; otherwise it writes
- * dir/model-0000K-of-0000N.safetensors, splitting between tensors once a shard exceeds
- * max_shard_bytes, plus dir/model.safetensors.index.json. `metadata` (may be NULL) is
- * stored as {"format": metadata} in __metadata__. dir must exist. */
+/* Writes n tensors in order into dir (which must exist), with contiguous data_offsets and the
+ * header padded with spaces to a multiple of 8 bytes; __metadata__ is {"format": "pt"}, which
+ * transformers expects. If the total data is <= max_shard_bytes (or max_shard_bytes == 0) it
+ * writes dir/model.safetensors and removes a stale dir/model.safetensors.index.json (readers
+ * prefer the index); otherwise it writes dir/model-0000K-of-0000N.safetensors plus
+ * dir/model.safetensors.index.json ({"metadata": {"total_size"}, "weight_map"}). A shard is
+ * closed before the tensor that would take it past max_shard_bytes, so only a shard holding a
+ * single larger tensor exceeds it. One buffer of the largest tensor's size is allocated.
+ * HY_E_INVAL for bad tensor descriptions (duplicate or long names, bad dims); HY_E_RANGE for
+ * more than HY_ST_MAX_SHARDS shards; HY_E_IO naming the file when a write fails (disk full);
+ * the callback's status, prefixed with the tensor name, when it fails. A failed write removes
+ * the file it was writing; shards written before it stay. */
 hy_status hy_st_write(const char *dir, const struct hy_st_wtensor *t, size_t n,
                       uint64_t max_shard_bytes, hy_st_fill_fn fill, void *ctx,
                       struct hy_err *err);
