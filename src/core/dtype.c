@@ -95,16 +95,23 @@ void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n)
     case HY_DTYPE_F32:
         memcpy(dst, src, n * 4);
         return;
+    /* src may be unaligned (tensor data inside a safetensors file): read through memcpy */
     case HY_DTYPE_F16: {
-        const uint16_t *s = src;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = hy_f16_to_f32(s[i]);
+        const unsigned char *s = src;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, 2);
+            dst[i] = hy_f16_to_f32(h);
+        }
         return;
     }
     case HY_DTYPE_BF16: {
-        const uint16_t *s = src;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = hy_bf16_to_f32(s[i]);
+        const unsigned char *s = src;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, 2);
+            dst[i] = hy_bf16_to_f32(h);
+        }
         return;
     }
     default: break;
@@ -119,15 +126,19 @@ void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n)
         memcpy(dst, src, n * 4);
         return;
     case HY_DTYPE_F16: {
-        uint16_t *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = hy_f32_to_f16(src[i]);
+        unsigned char *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = hy_f32_to_f16(src[i]);
+            memcpy(d + 2 * i, &h, 2);
+        }
         return;
     }
     case HY_DTYPE_BF16: {
-        uint16_t *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = hy_f32_to_bf16(src[i]);
+        unsigned char *d = dst;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = hy_f32_to_bf16(src[i]);
+            memcpy(d + 2 * i, &h, 2);
+        }
         return;
     }
     default: break;
