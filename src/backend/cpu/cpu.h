@@ -2,7 +2,9 @@
  * thread pool of n_threads (<= 0: all online CPUs); hy_cpu_backend_create_ref() makes one
  * that runs the plain single-threaded C reference ops, the specification every faster
  * kernel (threaded, SIMD, CUDA) is tested against. Destroy with be->i->destroy(be).
- * The reference ops are also exported one by one (hy_ref_*) for tests. */
+ * The fast backend's results do not depend on n_threads (bit for bit); they do depend on
+ * the SIMD level (float32 sums in another order). The reference ops are also exported one
+ * by one (hy_ref_*) for tests. */
 #ifndef HY_BACKEND_CPU_H
 #define HY_BACKEND_CPU_H
 

@@ -33,10 +33,16 @@ static inline float hy_cpu_weight_load(const void *w, int64_t i, enum hy_dtype d
 struct hy_cpu_mm_kernels {
     /* y[i] = x · (row i of w), i < 4, consecutive rows `stride` bytes apart (decode). */
     void (*rows4)(float *y, const float *x, const void *w, size_t stride, int64_t cols);
-    /* y[t*ys] = (x + t*xs) · w, t < 4: one weight row against 4 tokens (prefill). */
+    /* y[t*ys] = (x + t*xs) · w, t < 4: one weight row against 4 tokens (prefill rows left
+     * over by the 4x4 tiles). */
     void (*toks4)(float *y, int64_t ys, const float *x, int64_t xs, const void *w, int64_t cols);
     /* x · w for one row. */
     float (*dot)(const float *x, const void *w, int64_t cols);
+    /* y[t*ys + i] (+)= (x + t*xs) · (row i of w) over n columns, for t < 4 tokens and i < 4
+     * rows `stride` bytes apart: the register tile of prefill. Adds to y if `add`, else
+     * overwrites it. */
+    void (*tile4x4)(float *y, int64_t ys, const float *x, int64_t xs, const void *w,
+                    size_t stride, int64_t n, bool add);
 };
 
 struct hy_cpu_kernels {

@@ -105,6 +105,60 @@ INL float dot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt)
     return s;
 }
 
+/* {sum(a), sum(b), sum(c), sum(d)}: two horizontal-add steps, then the halves added. */
+INL __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* s[t][i] = (x + t*xs) · w_i over n columns, t < 4, i < 2: 8 accumulators, 2 weight and
+ * 1 activation vectors (11 of the 16 registers). */
+INL void tile2_gen(float s[4][2], const float *x, int64_t xs, const unsigned char *w0,
+                   const unsigned char *w1, int64_t n, enum hy_dtype dt)
+{
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 v0 = load8(w0, c, dt), v1 = load8(w1, c, dt);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            __m256 xv = _mm256_loadu_ps(x + t * xs + c);
+            acc[t][0] = _mm256_fmadd_ps(v0, xv, acc[t][0]);
+            acc[t][1] = _mm256_fmadd_ps(v1, xv, acc[t][1]);
+        }
+    }
+    float h[8];
+    _mm_storeu_ps(h, hsum4(acc[0][0], acc[0][1], acc[1][0], acc[1][1]));
+    _mm_storeu_ps(h + 4, hsum4(acc[2][0], acc[2][1], acc[3][0], acc[3][1]));
+    for (int t = 0; t < 4; t++) {
+        s[t][0] = h[2 * t];
+        s[t][1] = h[2 * t + 1];
+        for (int64_t k = c; k < n; k++) {
+            s[t][0] += x[t * xs + k] * hy_cpu_weight_load(w0, k, dt);
+            s[t][1] += x[t * xs + k] * hy_cpu_weight_load(w1, k, dt);
+        }
+    }
+}
+
+/* 4 tokens x 4 rows as two 4x2 passes over the same (L1-resident) activations. */
+INL void tile_gen(float *y, int64_t ys, const float *x, int64_t xs, const void *w, size_t stride,
+                  int64_t n, bool add, enum hy_dtype dt)
+{
+    const unsigned char *w0 = w;
+    float lo[4][2], hi[4][2];
+    tile2_gen(lo, x, xs, w0, w0 + stride, n, dt);
+    tile2_gen(hi, x, xs, w0 + 2 * stride, w0 + 3 * stride, n, dt);
+    for (int t = 0; t < 4; t++) {
+        float s[4] = {lo[t][0], lo[t][1], hi[t][0], hi[t][1]};
+        for (int i = 0; i < 4; i++)
+            y[t * ys + i] = add ? y[t * ys + i] + s[i] : s[i];
+    }
+}
+
 #define MM_KERNELS(sfx, DT)                                                                     \
     TARGET static void rows4_##sfx(float *y, const float *x, const void *w, size_t stride,      \
                                    int64_t n)                                                   \
@@ -119,6 +173,11 @@ INL float dot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt)
     TARGET static float dot_##sfx(const float *x, const void *w, int64_t n)                     \
     {                                                                                           \
         return dot_gen(x, w, n, DT);                                                            \
+    }                                                                                           \
+    TARGET static void tile_##sfx(float *y, int64_t ys, const float *x, int64_t xs,             \
+                                  const void *w, size_t stride, int64_t n, bool add)            \
+    {                                                                                           \
+        tile_gen(y, ys, x, xs, w, stride, n, add, DT);                                          \
     }
 
 MM_KERNELS(f32, HY_DTYPE_F32)
@@ -160,9 +219,9 @@ bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k)
         return false;
     k->isa = HY_CPU_ISA_AVX2;
     k->name = "avx2";
-    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32};
-    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16};
-    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16};
+    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
+    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
+    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
     k->scores = scores;
     k->accum = accum;
     return true;

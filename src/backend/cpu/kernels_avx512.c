@@ -95,6 +95,59 @@ INL float dot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt)
     return s;
 }
 
+/* {sum(a), sum(b), sum(c), sum(d)}: halves added, then three horizontal-add steps. */
+INL __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+#define HALVES(v) \
+    _mm256_add_ps(_mm512_castps512_ps256(v), \
+                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
+    __m256 ab = _mm256_hadd_ps(HALVES(a), HALVES(b));
+    __m256 cd = _mm256_hadd_ps(HALVES(c), HALVES(d));
+#undef HALVES
+    __m256 abcd = _mm256_hadd_ps(ab, cd);
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* 4 tokens x 4 rows: 16 accumulators, 4 converted weight vectors and one activation
+ * vector in registers (21 of the 32), so each weight load feeds four FMAs and each
+ * activation load four more. */
+INL void tile_gen(float *y, int64_t ys, const float *x, int64_t xs, const void *w, size_t stride,
+                  int64_t n, bool add, enum hy_dtype dt)
+{
+    const unsigned char *wr[4] = {w, (const unsigned char *)w + stride,
+                                  (const unsigned char *)w + 2 * stride,
+                                  (const unsigned char *)w + 3 * stride};
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            acc[t][i] = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            wv[i] = load16(wr[i], c, dt);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            __m512 xv = _mm512_loadu_ps(x + t * xs + c);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++)
+                acc[t][i] = _mm512_fmadd_ps(wv[i], xv, acc[t][i]);
+        }
+    }
+    for (int t = 0; t < 4; t++) {
+        float s[4];
+        _mm_storeu_ps(s, hsum4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+        for (int i = 0; i < 4; i++) {
+            for (int64_t k = c; k < n; k++)
+                s[i] += x[t * xs + k] * hy_cpu_weight_load(wr[i], k, dt);
+            y[t * ys + i] = add ? y[t * ys + i] + s[i] : s[i];
+        }
+    }
+}
+
 #define MM_KERNELS(sfx, DT)                                                                     \
     TARGET static void rows4_##sfx(float *y, const float *x, const void *w, size_t stride,      \
                                    int64_t n)                                                   \
@@ -109,6 +162,11 @@ INL float dot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt)
     TARGET static float dot_##sfx(const float *x, const void *w, int64_t n)                     \
     {                                                                                           \
         return dot_gen(x, w, n, DT);                                                            \
+    }                                                                                           \
+    TARGET static void tile_##sfx(float *y, int64_t ys, const float *x, int64_t xs,             \
+                                  const void *w, size_t stride, int64_t n, bool add)            \
+    {                                                                                           \
+        tile_gen(y, ys, x, xs, w, stride, n, add, DT);                                          \
     }
 
 MM_KERNELS(f32, HY_DTYPE_F32)
@@ -150,9 +208,9 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         return false;
     k->isa = HY_CPU_ISA_AVX512;
     k->name = "avx512";
-    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32};
-    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16};
-    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16};
+    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
+    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
+    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
     k->scores = scores;
     k->accum = accum;
     return true;

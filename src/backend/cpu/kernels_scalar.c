@@ -48,6 +48,21 @@ INL float dot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt)
     return s;
 }
 
+INL void tile_gen(float *y, int64_t ys, const float *x, int64_t xs, const void *w, size_t stride,
+                  int64_t n, bool add, enum hy_dtype dt)
+{
+    float s[4][4] = {{0}};
+    for (int64_t c = 0; c < n; c++)
+        for (int i = 0; i < 4; i++) {
+            float wc = hy_cpu_weight_load((const unsigned char *)w + i * stride, c, dt);
+            for (int t = 0; t < 4; t++)
+                s[t][i] += x[t * xs + c] * wc;
+        }
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 4; i++)
+            y[t * ys + i] = add ? y[t * ys + i] + s[t][i] : s[t][i];
+}
+
 #define MM_KERNELS(sfx, DT)                                                                     \
     static void rows4_##sfx(float *y, const float *x, const void *w, size_t stride, int64_t n) \
     {                                                                                           \
@@ -61,6 +76,11 @@ INL float dot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt)
     static float dot_##sfx(const float *x, const void *w, int64_t n)                            \
     {                                                                                           \
         return dot_gen(x, w, n, DT);                                                            \
+    }                                                                                           \
+    static void tile_##sfx(float *y, int64_t ys, const float *x, int64_t xs, const void *w,    \
+                           size_t stride, int64_t n, bool add)                                  \
+    {                                                                                           \
+        tile_gen(y, ys, x, xs, w, stride, n, add, DT);                                          \
     }
 
 MM_KERNELS(f32, HY_DTYPE_F32)
@@ -95,9 +115,9 @@ void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k)
 {
     k->isa = HY_CPU_ISA_SCALAR;
     k->name = "scalar";
-    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32};
-    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16};
-    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16};
+    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
+    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
+    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
     k->scores = scores;
     k->accum = accum;
 }

@@ -1,24 +1,29 @@
 /* matmul.c: out[t, r] = x[t, :] · W[r, :] on the thread pool.
- * Threads split the output rows into contiguous ranges (each weight byte is read by one
- * thread). Within a range, rows are walked in blocks small enough to stay in L2; for each
- * block, tokens go four at a time through the toks4 kernel (one weight row against four
- * activations, so at prefill each weight row is converted once per four tokens and the
- * block is fetched from DRAM once for all T tokens); leftover tokens, and decode (T = 1),
- * use rows4 (four rows against one activation: four independent weight streams per
- * thread, which is what keeps a memory-bound decode at full bandwidth). */
+ * Threads split the output rows into contiguous ranges of whole 4-row groups (each weight
+ * byte is read by one thread; results are the same bit for bit for any thread count).
+ * Decode (T = 1) is memory-bound: one straight pass with the rows4 kernel, four rows
+ * against one activation, four independent weight streams per thread.
+ * Prefill (T > 1) is compute-bound: rows are walked in blocks and columns in chunks small
+ * enough that a block's chunk of weights stays in L2 and four tokens' chunk of activations
+ * in L1; every (4 tokens x 4 rows) tile of the block runs in registers (tile4x4), each
+ * converted weight vector feeding four tokens. The weights are fetched from memory once
+ * for all T tokens. Leftover rows (block % 4) go through toks4 (one row, four tokens),
+ * leftover tokens (T % 4) through rows4. */
 #include "backend/cpu/cpu_impl.h"
 
-/* Bytes of weight rows per block: fits L2 with room for the activations. */
-#define BLOCK_BYTES (192 * 1024)
-/* Fewest rows a thread gets; below this the call runs on fewer threads. */
-#define MIN_ROWS_PER_THREAD 8
+/* Columns per chunk: four tokens' activations (16 KiB) stay in L1. */
+#define CHUNK_COLS 1024
+/* Weight bytes of one block's column chunk: stays in L2 while every token passes. */
+#define BLOCK_BYTES (128 * 1024)
+/* Fewest 4-row groups a thread gets; below this the call runs on fewer threads. */
+#define MIN_GROUPS_PER_THREAD 2
 
 struct mm_job {
     const struct hy_cpu_mm_kernels *k;
     float *out;             /* [T, rows] */
     const float *x;         /* [T, cols] */
     const unsigned char *w; /* [rows, cols] of the weight's dtype */
-    size_t row_bytes;
+    size_t row_bytes, elem_bytes;
     int64_t rows, cols;
     int T;
     int64_t block_rows;
@@ -45,20 +50,43 @@ static void rows_four_tokens(const struct mm_job *j, int t0, int64_t r0, int64_t
                     j->w + (size_t)r * j->row_bytes, j->cols);
 }
 
-static void mm_range(void *ctx, int64_t r0, int64_t r1, int tid)
+/* Tokens [0, t4) x rows [b0, b1), both multiples of 4, in 4x4 tiles, chunk by chunk;
+ * the first chunk stores, later ones add. */
+static void tiles(const struct mm_job *j, int t4, int64_t b0, int64_t b1)
+{
+    for (int64_t k0 = 0; k0 < j->cols; k0 += CHUNK_COLS) {
+        int64_t kn = j->cols - k0 < CHUNK_COLS ? j->cols - k0 : CHUNK_COLS;
+        const unsigned char *wk = j->w + (size_t)k0 * j->elem_bytes;
+        for (int t = 0; t < t4; t += 4) {
+            const float *xt = j->x + (int64_t)t * j->cols + k0;
+            float *ot = j->out + (int64_t)t * j->rows;
+            for (int64_t r = b0; r < b1; r += 4)
+                j->k->tile4x4(ot + r, j->rows, xt, j->cols, wk + (size_t)r * j->row_bytes,
+                              j->row_bytes, kn, k0 > 0);
+        }
+    }
+}
+
+/* The pool hands out 4-row groups, so that every thread's range starts on a multiple of 4
+ * and each row goes through the same kernel whatever the thread count: the result does
+ * not depend on the number of threads, bit for bit. */
+static void mm_range(void *ctx, int64_t g0, int64_t g1, int tid)
 {
     const struct mm_job *j = ctx;
     (void)tid;
-    if (j->T == 1) { /* decode: one straight pass, nothing to reuse */
+    int64_t r0 = 4 * g0, r1 = 4 * g1 < j->rows ? 4 * g1 : j->rows;
+    if (j->T == 1) {
         rows_one_token(j, 0, r0, r1);
         return;
     }
+    int t4 = j->T & ~3;
     for (int64_t b0 = r0; b0 < r1; b0 += j->block_rows) {
         int64_t b1 = b0 + j->block_rows < r1 ? b0 + j->block_rows : r1;
-        int t = 0;
-        for (; t + 4 <= j->T; t += 4)
-            rows_four_tokens(j, t, b0, b1);
-        for (; t < j->T; t++)
+        int64_t b4 = b0 + ((b1 - b0) & ~(int64_t)3);
+        tiles(j, t4, b0, b4);
+        for (int t = 0; t < t4; t += 4)
+            rows_four_tokens(j, t, b4, b1);
+        for (int t = t4; t < j->T; t++)
             rows_one_token(j, t, b0, b1);
     }
 }
@@ -73,14 +101,13 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
         .x = x,
         .w = w->data,
         .row_bytes = (size_t)w->cols * hy_dtype_size(w->dtype),
+        .elem_bytes = hy_dtype_size(w->dtype),
         .rows = w->rows,
         .cols = w->cols,
         .T = T,
     };
-    j.block_rows = j.row_bytes ? (int64_t)(BLOCK_BYTES / j.row_bytes) & ~(int64_t)3 : 0;
-    if (j.block_rows < 4)
-        j.block_rows = 4;
+    j.block_rows = (int64_t)(BLOCK_BYTES / (CHUNK_COLS * j.elem_bytes)) & ~(int64_t)3;
     if (T == 0 || w->rows == 0)
         return;
-    hy_pool_for(c->pool, w->rows, MIN_ROWS_PER_THREAD, mm_range, &j);
+    hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
 }

@@ -1,6 +1,6 @@
 /* ops_test.c: the reference ops (hy_ref_*) against independent double-precision
  * computations written here, on seeded random non-zero data and misaligned weights of
- * every dtype. The fast backend is checked against the reference in ops_fast_test.c.
+ * every dtype. The fast backend is checked against the reference in fast_ops_test.c.
  * Tolerances are stated per op, in units of U32 = 2^-24 (float32 unit roundoff). */
 #include "ops_test_util.h"
 

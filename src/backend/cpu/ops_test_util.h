@@ -1,4 +1,4 @@
-/* ops_test_util.h: helpers shared by the CPU op tests (ops_test.c, ops_fast_test.c):
+/* ops_test_util.h: helpers shared by the CPU op tests (ops_test.c, fast_ops_test.c):
  * a seeded xorshift generator, test weights stored at a deliberately misaligned address
  * (as weights in an mmapped safetensors file may be), and the comparison helper.
  * Header-only, static functions: each test is one executable. */
