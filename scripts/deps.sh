@@ -13,8 +13,10 @@ need_cmd pkg-config pkg-config
 need_cmd python3 python3
 if command -v pkg-config >/dev/null 2>&1; then
     need_pc jansson libjansson-dev
+    need_pc oniguruma libonig-dev
+    need_pc libutf8proc libutf8proc-dev
 else
-    missing="$missing libjansson-dev"
+    missing="$missing libjansson-dev libonig-dev libutf8proc-dev"
 fi
 
 if [ -z "$missing" ]; then
