@@ -6,5 +6,7 @@
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_make_test_model(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
 
 #endif

@@ -15,6 +15,8 @@ static const char usage[] =
     "  generate         run the model on token ids: greedy or sampled continuation\n"
     "  info             summarise a checkpoint: config, parameters, tensors\n"
     "  make-test-model  write a checkpoint with random weights (tests, benchmarks)\n"
+    "  tokenize         text to token ids (or --decode: ids to text)\n"
+    "  translate        translate files or stdin into another language\n"
     "\n"
     "options:\n"
     "  -h, --help       this text; 'hymt COMMAND --help' for a command's options\n"
@@ -34,6 +36,8 @@ static const struct command commands[] = {
     {"generate", cmd_generate},
     {"info", cmd_info},
     {"make-test-model", cmd_make_test_model},
+    {"tokenize", cmd_tokenize},
+    {"translate", cmd_translate},
 };
 
 int main(int argc, char **argv)
