@@ -5,7 +5,7 @@ set_tests_properties(parity_test PROPERTIES DISABLED TRUE) # the binary; one tes
 
 file(GLOB HYMT_PARITY_MODELS LIST_DIRECTORIES true ${CMAKE_SOURCE_DIR}/tests/data/tiny-*)
 foreach(dir ${HYMT_PARITY_MODELS})
-  if(EXISTS ${dir}/config.json)
+  if(EXISTS ${dir}/golden.json)
     get_filename_component(name ${dir} NAME)
     foreach(mode ref cpu cli)
       add_test(NAME parity_${name}_${mode} COMMAND parity_test ${dir} ${mode})
