@@ -23,6 +23,14 @@ struct hy_weight {
     const void *data; /* rows*cols elements, backend memory (mmapped file for CPU) */
 };
 
+/* One sequence's share of a batched attention call over the paged KV pool. */
+struct hy_attn_seq {
+    int row;               /* first row of its tokens in q / out */
+    int n_tokens;          /* its new tokens: rows row .. row+n_tokens-1 */
+    int pos0;              /* position of its first new token; token t attends to 0..pos0+t */
+    const int32_t *blocks; /* block table, host memory: block i holds positions i*bs .. i*bs+bs-1 */
+};
+
 struct hy_backend;
 
 struct hy_backend_i {
@@ -52,12 +60,20 @@ struct hy_backend_i {
      * inv_freq has hd/2 entries (backend memory). pos is host memory. */
     void (*rope)(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads, int hd,
                  const float *inv_freq);
-    /* Causal GQA attention for one sequence whose K/V rows 0..pos0+T-1 are in kc/vc
-     * ([n_ctx, n_kv*hd] each). Query t (position pos0+t) attends to rows 0..pos0+t.
-     * q is [T, n_head*hd], out is [T, n_head*hd]; query head h uses KV head h/(n_head/n_kv).
+    /* Causal GQA attention for a batch of sequences over the paged KV pool.
+     * k_pool, v_pool: [n_blocks*bs, n_kv*hd]; position p of a sequence lives in pool row
+     * blocks[p/bs]*bs + p%bs, and positions 0..pos0+n_tokens-1 must have been stored.
+     * q, out: [rows, n_head*hd]; query head h uses KV head h/(n_head/n_kv).
      * Scores are q·k·scale, softmax in float32. */
-    void (*attention)(struct hy_backend *be, float *out, const float *q, const float *kc,
-                      const float *vc, int pos0, int T, int n_head, int n_kv, int hd, float scale);
+    void (*attention)(struct hy_backend *be, float *out, const float *q, const float *k_pool,
+                      const float *v_pool, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+                      int n_head, int n_kv, int hd, float scale);
+    /* pool[slots[t], :] = rows[t, :] for t < T; rows is [T, cols]; slots is host memory. */
+    void (*kv_store)(struct hy_backend *be, float *pool, const float *rows, const int32_t *slots,
+                     int T, int64_t cols);
+    /* dst[i, :] = src[idx[i], :] for i < n (cols floats per row); idx is host memory. */
+    void (*copy_rows)(struct hy_backend *be, float *dst, const float *src, const int32_t *idx,
+                      int n, int64_t cols);
     /* out[i] = silu(gate[i]) * up[i], silu(z) = z / (1 + exp(-z)). out may equal gate. */
     void (*silu_mul)(struct hy_backend *be, float *out, const float *gate, const float *up,
                      int64_t n);

@@ -1,180 +1,153 @@
-/* hunyuan.c: the HunYuanDenseV1 forward pass (model doc 3.1), one step per line.
- * Shapes: T tokens, d = hidden, hd = head_dim, H = query heads, Hkv = KV heads, F = ffn. */
+/* hunyuan.c: the HunYuanDenseV1 forward pass (model doc 3.1), one step per line, batched
+ * over sequences with K/V in a paged pool.
+ * Shapes: T tokens in the step, d = hidden, hd = head_dim, H = query heads, Hkv = KV heads,
+ * F = ffn, kvd = Hkv*hd. */
 #include "model/hunyuan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define OPS(c) ((c)->m->be->i)
-#define BE(c) ((c)->m->be)
+struct step {
+    const struct hy_model *m;
+    struct hy_backend *be;
+    struct hy_kvstore *kv;
+    struct hy_scratch *s;
+    int T, n_seqs;
+};
 
-static void dump(struct hy_ctx *c, const char *name, int layer, const float *x, int64_t rows,
+static void dump(const struct step *st, const char *name, int layer, const float *x, int64_t rows,
                  int64_t cols)
 {
-    if (c->dump)
-        c->dump(c->dump_ctx, name, layer, x, rows, cols);
+    if (st->s->dump)
+        st->s->dump(st->s->dump_ctx, name, layer, x, rows, cols);
 }
 
-/* Attention block: x += o_proj(attn(rope+qknorm(q, k), v)). K/V go straight into the cache. */
-static void attn_block(struct hy_ctx *c, int il, int T)
+/* Attention block: x += o_proj(attn(qknorm(rope(q)), qknorm(rope(k)) -> pool, v -> pool)). */
+static void attn_block(const struct step *st, int il)
 {
-    const struct hy_config *cf = &c->m->cfg;
-    const struct hy_layer_weights *l = &c->m->layers[il];
-    const int d = (int)cf->hidden_size, hd = (int)cf->head_dim;
+    const struct hy_config *cf = &st->m->cfg;
+    const struct hy_layer_weights *l = &st->m->layers[il];
+    const struct hy_backend_i *op = st->be->i;
+    struct hy_backend *be = st->be;
+    struct hy_scratch *s = st->s;
+    const int T = st->T, d = (int)cf->hidden_size, hd = (int)cf->head_dim;
     const int H = (int)cf->num_attention_heads, Hkv = (int)cf->num_key_value_heads;
-    float *k = c->k_cache[il] + (size_t)c->pos * Hkv * hd; /* [T, Hkv*hd] rows of the cache */
-    float *v = c->v_cache[il] + (size_t)c->pos * Hkv * hd;
+    const float eps = (float)cf->rms_norm_eps;
 
-    OPS(c)->rmsnorm(BE(c), c->h, c->x, &l->attn_norm, T, d, (float)cf->rms_norm_eps);
-    dump(c, "attn_norm", il, c->h, T, d);
-    OPS(c)->matmul(BE(c), c->q, c->h, &l->wq, T); /* [T, H*hd] */
-    OPS(c)->matmul(BE(c), k, c->h, &l->wk, T);    /* [T, Hkv*hd] */
-    OPS(c)->matmul(BE(c), v, c->h, &l->wv, T);    /* [T, Hkv*hd] */
-    OPS(c)->rope(BE(c), c->q, c->pos_ids, T, H, hd, c->m->inv_freq);
-    OPS(c)->rope(BE(c), k, c->pos_ids, T, Hkv, hd, c->m->inv_freq);
-    dump(c, "q_rope", il, c->q, T, (int64_t)H * hd);
+    op->rmsnorm(be, s->h, s->x, &l->attn_norm, T, d, eps);
+    dump(st, "attn_norm", il, s->h, T, d);
+    op->matmul(be, s->q, s->h, &l->wq, T); /* [T, H*hd] */
+    op->matmul(be, s->k, s->h, &l->wk, T); /* [T, Hkv*hd] */
+    op->matmul(be, s->v, s->h, &l->wv, T); /* [T, Hkv*hd] */
+    op->rope(be, s->q, s->pos, T, H, hd, st->m->inv_freq);
+    op->rope(be, s->k, s->pos, T, Hkv, hd, st->m->inv_freq);
+    dump(st, "q_rope", il, s->q, T, (int64_t)H * hd);
     /* HunYuan quirk: QK-norm comes after RoPE, per head over hd values */
     if (cf->use_qk_norm) {
-        OPS(c)->rmsnorm(BE(c), c->q, c->q, &l->q_norm, (int64_t)T * H, hd, (float)cf->rms_norm_eps);
-        OPS(c)->rmsnorm(BE(c), k, k, &l->k_norm, (int64_t)T * Hkv, hd, (float)cf->rms_norm_eps);
+        op->rmsnorm(be, s->q, s->q, &l->q_norm, (int64_t)T * H, hd, eps);
+        op->rmsnorm(be, s->k, s->k, &l->k_norm, (int64_t)T * Hkv, hd, eps);
     }
-    dump(c, "q_norm", il, c->q, T, (int64_t)H * hd);
-    dump(c, "k_norm", il, k, T, (int64_t)Hkv * hd);
-    OPS(c)->attention(BE(c), c->att, c->q, c->k_cache[il], c->v_cache[il], c->pos, T, H, Hkv, hd,
-                      1.0f / sqrtf((float)hd));
-    dump(c, "attn", il, c->att, T, (int64_t)H * hd);
-    OPS(c)->matmul(BE(c), c->h, c->att, &l->wo, T); /* [T, d] */
-    dump(c, "attn_out", il, c->h, T, d);
-    OPS(c)->add(BE(c), c->x, c->h, (int64_t)T * d);
+    dump(st, "q_norm", il, s->q, T, (int64_t)H * hd);
+    dump(st, "k_norm", il, s->k, T, (int64_t)Hkv * hd);
+    op->kv_store(be, st->kv->k[il], s->k, s->slots, T, st->kv->kvd); /* into the paged pool */
+    op->kv_store(be, st->kv->v[il], s->v, s->slots, T, st->kv->kvd);
+    op->attention(be, s->att, s->q, st->kv->k[il], st->kv->v[il], st->kv->block_size, s->aseqs,
+                  st->n_seqs, H, Hkv, hd, 1.0f / sqrtf((float)hd));
+    dump(st, "attn", il, s->att, T, (int64_t)H * hd);
+    op->matmul(be, s->h, s->att, &l->wo, T); /* [T, d] */
+    dump(st, "attn_out", il, s->h, T, d);
+    op->add(be, s->x, s->h, (int64_t)T * d);
 }
 
 /* MLP block: x += down(silu(gate(h)) * up(h)), h = RMSNorm(x). */
-static void ffn_block(struct hy_ctx *c, int il, int T)
+static void ffn_block(const struct step *st, int il)
 {
-    const struct hy_config *cf = &c->m->cfg;
-    const struct hy_layer_weights *l = &c->m->layers[il];
-    const int d = (int)cf->hidden_size;
+    const struct hy_config *cf = &st->m->cfg;
+    const struct hy_layer_weights *l = &st->m->layers[il];
+    const struct hy_backend_i *op = st->be->i;
+    struct hy_backend *be = st->be;
+    struct hy_scratch *s = st->s;
+    const int T = st->T, d = (int)cf->hidden_size;
     const int64_t F = cf->intermediate_size;
 
-    OPS(c)->rmsnorm(BE(c), c->h, c->x, &l->ffn_norm, T, d, (float)cf->rms_norm_eps);
-    OPS(c)->matmul(BE(c), c->gate, c->h, &l->w_gate, T); /* [T, F] */
-    OPS(c)->matmul(BE(c), c->up, c->h, &l->w_up, T);     /* [T, F] */
-    OPS(c)->silu_mul(BE(c), c->gate, c->gate, c->up, (int64_t)T * F);
-    OPS(c)->matmul(BE(c), c->h, c->gate, &l->w_down, T); /* [T, d] */
-    dump(c, "ffn_out", il, c->h, T, d);
-    OPS(c)->add(BE(c), c->x, c->h, (int64_t)T * d);
-    dump(c, "x", il, c->x, T, d);
+    op->rmsnorm(be, s->h, s->x, &l->ffn_norm, T, d, (float)cf->rms_norm_eps);
+    op->matmul(be, s->gate, s->h, &l->w_gate, T); /* [T, F] */
+    op->matmul(be, s->up, s->h, &l->w_up, T);     /* [T, F] */
+    op->silu_mul(be, s->gate, s->gate, s->up, (int64_t)T * F);
+    op->matmul(be, s->h, s->gate, &l->w_down, T); /* [T, d] */
+    dump(st, "ffn_out", il, s->h, T, d);
+    op->add(be, s->x, s->h, (int64_t)T * d);
+    dump(st, "x", il, s->x, T, d);
 }
 
-hy_status hy_model_forward(struct hy_ctx *c, const int32_t *ids, int T, bool all_logits,
-                           float *logits, struct hy_err *err)
+/* Checks the step and packs ids, positions, pool rows and logit rows into the scratch.
+ * Returns the number of logit rows, or -1 (err set) with nothing else changed. */
+static int pack(const struct step *st, const struct hy_batch_seq *seqs, struct hy_err *err)
 {
-    const struct hy_model *m = c->m;
-    const struct hy_config *cf = &m->cfg;
-    if (T < 1 || T > c->max_tokens)
-        return hy_err_set(err, HY_E_RANGE, "%d tokens in one call; this context takes 1..%d", T,
-                          c->max_tokens);
-    if (c->pos + T > c->n_ctx)
-        return hy_err_set(err, HY_E_RANGE, "context full: %d cached + %d new > %d tokens", c->pos,
-                          T, c->n_ctx);
-    for (int t = 0; t < T; t++) {
-        if (ids[t] < 0 || ids[t] >= cf->vocab_size)
-            return hy_err_set(err, HY_E_RANGE, "token id %d out of the vocabulary (0..%lld)",
-                              ids[t], (long long)cf->vocab_size - 1);
-        c->pos_ids[t] = c->pos + t;
+    const struct hy_config *cf = &st->m->cfg;
+    struct hy_scratch *s = st->s;
+    const int bs = st->kv->block_size;
+    int T = 0, n_out = 0;
+    if (st->n_seqs < 1 || st->n_seqs > s->max_seqs)
+        return hy_err_set(err, HY_E_RANGE, "%d sequences in one step; the scratch takes 1..%d",
+                          st->n_seqs, s->max_seqs), -1;
+    for (int i = 0; i < st->n_seqs; i++) {
+        const struct hy_batch_seq *q = &seqs[i];
+        if (q->n_tokens < 1 || q->n_logits < 0 || q->n_logits > q->n_tokens || q->pos0 < 0 ||
+            T + q->n_tokens > s->max_tokens)
+            return hy_err_set(err, HY_E_RANGE, "step of more than %d tokens, or sequence %d has "
+                              "%d tokens, %d logits at position %d", s->max_tokens, i,
+                              q->n_tokens, q->n_logits, q->pos0), -1;
+        for (int t = 0; t < q->n_tokens; t++)
+            if (q->ids[t] < 0 || q->ids[t] >= cf->vocab_size)
+                return hy_err_set(err, HY_E_RANGE, "token id %d out of the vocabulary (0..%lld)",
+                                  q->ids[t], (long long)cf->vocab_size - 1), -1;
+        T += q->n_tokens;
     }
+    T = 0;
+    for (int i = 0; i < st->n_seqs; i++) {
+        const struct hy_batch_seq *q = &seqs[i];
+        s->aseqs[i] = (struct hy_attn_seq){T, q->n_tokens, q->pos0, q->blocks};
+        for (int t = 0; t < q->n_tokens; t++, T++) {
+            int p = q->pos0 + t;
+            s->ids[T] = q->ids[t];
+            s->pos[T] = p;
+            s->slots[T] = q->blocks[p / bs] * bs + p % bs;
+            if (t >= q->n_tokens - q->n_logits)
+                s->rows[n_out++] = T;
+        }
+    }
+    return n_out;
+}
+
+hy_status hy_model_forward_batch(const struct hy_model *m, struct hy_kvstore *kv,
+                                 struct hy_scratch *s, const struct hy_batch_seq *seqs, int n_seqs,
+                                 float *logits, struct hy_err *err)
+{
+    struct step st = {m, m->be, kv, s, 0, n_seqs};
+    int n_out = pack(&st, seqs, err);
+    if (n_out < 0)
+        return HY_E_RANGE;
+    for (int i = 0; i < n_seqs; i++)
+        st.T += seqs[i].n_tokens;
+    const struct hy_config *cf = &m->cfg;
+    const struct hy_backend_i *op = m->be->i;
     const int d = (int)cf->hidden_size;
 
-    OPS(c)->embed(BE(c), c->x, &m->tok_embd, ids, T); /* [T, d], no embedding scale */
-    dump(c, "embd", -1, c->x, T, d);
+    op->embed(m->be, s->x, &m->tok_embd, s->ids, st.T); /* [T, d], no embedding scale */
+    dump(&st, "embd", -1, s->x, st.T, d);
     for (int il = 0; il < cf->num_hidden_layers; il++) {
-        attn_block(c, il, T);
-        ffn_block(c, il, T);
+        attn_block(&st, il);
+        ffn_block(&st, il);
     }
-    c->pos += T;
-    if (!logits)
+    if (n_out == 0 || !logits)
         return HY_OK;
     /* final norm and head, only over the rows whose logits are wanted */
-    int rows = all_logits ? T : 1;
-    const float *xin = c->x + (size_t)(T - rows) * d;
-    OPS(c)->rmsnorm(BE(c), c->h, xin, &m->out_norm, rows, d, (float)cf->rms_norm_eps);
-    dump(c, "out_norm", -1, c->h, rows, d);
-    OPS(c)->matmul(BE(c), c->logits, c->h, &m->lm_head, rows); /* [rows, vocab] */
-    OPS(c)->download(BE(c), logits, c->logits, (size_t)rows * cf->vocab_size * sizeof(float));
+    op->copy_rows(m->be, s->h, s->x, s->rows, n_out, d);
+    op->rmsnorm(m->be, s->h, s->h, &m->out_norm, n_out, d, (float)cf->rms_norm_eps);
+    dump(&st, "out_norm", -1, s->h, n_out, d);
+    op->matmul(m->be, s->logits, s->h, &m->lm_head, n_out); /* [n_out, vocab] */
+    op->download(m->be, logits, s->logits, (size_t)n_out * cf->vocab_size * sizeof(float));
     return HY_OK;
 }
-
-static float *balloc(struct hy_backend *be, size_t n, bool *ok)
-{
-    float *p = be->i->alloc(be, n * sizeof(float));
-    if (!p)
-        *ok = false;
-    return p;
-}
-
-hy_status hy_ctx_create(struct hy_ctx **out, const struct hy_model *m, int n_ctx, int max_tokens,
-                        struct hy_err *err)
-{
-    *out = NULL;
-    const struct hy_config *cf = &m->cfg;
-    if (n_ctx < 1 || max_tokens < 1 || max_tokens > n_ctx)
-        return hy_err_set(err, HY_E_RANGE, "context of %d tokens with %d per call is invalid",
-                          n_ctx, max_tokens);
-    struct hy_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        return hy_err_set(err, HY_E_NOMEM, "out of memory");
-    c->m = m;
-    c->n_ctx = n_ctx;
-    c->max_tokens = max_tokens;
-    const size_t L = (size_t)cf->num_hidden_layers, T = (size_t)max_tokens;
-    const size_t kvd = (size_t)(cf->num_key_value_heads * cf->head_dim);
-    const size_t qd = (size_t)(cf->num_attention_heads * cf->head_dim);
-    bool ok = true;
-    c->k_cache = calloc(L, sizeof *c->k_cache);
-    c->v_cache = calloc(L, sizeof *c->v_cache);
-    c->pos_ids = calloc(T, sizeof *c->pos_ids);
-    ok = c->k_cache && c->v_cache && c->pos_ids;
-    for (size_t i = 0; ok && i < L; i++) {
-        c->k_cache[i] = balloc(m->be, (size_t)n_ctx * kvd, &ok);
-        c->v_cache[i] = balloc(m->be, (size_t)n_ctx * kvd, &ok);
-    }
-    if (ok) {
-        c->x = balloc(m->be, T * (size_t)cf->hidden_size, &ok);
-        c->h = balloc(m->be, T * (size_t)cf->hidden_size, &ok);
-        c->q = balloc(m->be, T * qd, &ok);
-        c->att = balloc(m->be, T * qd, &ok);
-        c->gate = balloc(m->be, T * (size_t)cf->intermediate_size, &ok);
-        c->up = balloc(m->be, T * (size_t)cf->intermediate_size, &ok);
-        c->logits = balloc(m->be, T * (size_t)cf->vocab_size, &ok);
-    }
-    if (!ok) {
-        hy_ctx_destroy(c);
-        return hy_err_set(err, HY_E_NOMEM, "out of memory for a %d-token context", n_ctx);
-    }
-    *out = c;
-    return HY_OK;
-}
-
-void hy_ctx_destroy(struct hy_ctx *c)
-{
-    if (!c)
-        return;
-    struct hy_backend *be = c->m->be;
-    float *bufs[] = {c->x, c->h, c->q, c->att, c->gate, c->up, c->logits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i])
-            be->i->free(be, bufs[i]);
-    for (int64_t i = 0; i < c->m->cfg.num_hidden_layers; i++) {
-        if (c->k_cache && c->k_cache[i])
-            be->i->free(be, c->k_cache[i]);
-        if (c->v_cache && c->v_cache[i])
-            be->i->free(be, c->v_cache[i]);
-    }
-    free(c->k_cache);
-    free(c->v_cache);
-    free(c->pos_ids);
-    free(c);
-}
-
-void hy_ctx_reset(struct hy_ctx *c) { c->pos = 0; }

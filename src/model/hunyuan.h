@@ -4,8 +4,10 @@
  * weights where they lie (mmapped for the CPU backend). A tied config with a stored
  * lm_head.weight uses embed_tokens when the two are equal and lm_head.weight when they
  * differ, as transformers 5.17 does (model doc 3.5 says others always use embed_tokens).
- * A struct hy_ctx holds one sequence's KV cache and the scratch for up to max_tokens tokens
- * per call, all allocated at creation; hy_model_forward never allocates.
+ * The forward pass is batched over sequences and reads K/V from a paged pool
+ * (struct hy_kvstore) through per-sequence block tables; a struct hy_ctx wraps one
+ * sequence with private blocks. Storage and scratch are allocated at creation; the
+ * forward pass never allocates.
  * Engine thread only (the backend is single-threaded from the caller's side).
  * Errors: HY_E_IO / HY_E_FORMAT / HY_E_UNSUPPORTED naming the file or tensor at load;
  * HY_E_RANGE from forward when the context or token budget would overflow or an id is out
@@ -53,29 +55,79 @@ struct hy_model {
 typedef void (*hy_dump_fn)(void *ctx, const char *name, int layer, const float *data, int64_t rows,
                            int64_t cols);
 
+/* The paged KV cache storage: n_blocks blocks of block_size token rows per layer, for K and
+ * for V (K after RoPE and QK-norm). Block bookkeeping (which sequence owns which block)
+ * lives in the engine; the model only reads and writes rows through block tables. */
+struct hy_kvstore {
+    int n_blocks, block_size;
+    int64_t kvd;      /* n_kv * head_dim floats per row */
+    int n_layers;
+    float **k, **v;   /* [n_layers] backend memory, each [n_blocks*block_size, kvd] */
+    struct hy_backend *be;
+};
+
+/* One sequence's part of a batched step. */
+struct hy_batch_seq {
+    const int32_t *ids;    /* n_tokens new token ids (host memory) */
+    int n_tokens;          /* >= 1 */
+    int pos0;              /* position of the first new token (= tokens already cached) */
+    const int32_t *blocks; /* block table covering positions 0 .. pos0+n_tokens-1 */
+    int n_logits;          /* logits wanted for the last n_logits new tokens (0..n_tokens) */
+};
+
+/* Activation scratch for steps of up to max_tokens tokens over up to max_seqs sequences,
+ * allocated once; hy_model_forward_batch never allocates. */
+struct hy_scratch {
+    int max_tokens, max_seqs;
+    float *x;      /* [T, hidden] residual stream */
+    float *h;      /* [T, hidden] normed input / block outputs */
+    float *q;      /* [T, n_head*hd] */
+    float *k, *v;  /* [T, n_kv*hd] new keys and values before they go to the pool */
+    float *att;    /* [T, n_head*hd] */
+    float *gate;   /* [T, ffn] */
+    float *up;     /* [T, ffn] */
+    float *logits; /* [T, vocab] */
+    int32_t *ids, *pos, *slots, *rows; /* host [T]: packed ids, positions, pool rows, logit rows */
+    struct hy_attn_seq *aseqs;          /* host [max_seqs] */
+    hy_dump_fn dump;
+    void *dump_ctx;
+};
+
+/* A single sequence with its own private KV blocks: for `hymt generate`, tests and tools
+ * that run one sequence. Built on the batched, paged forward pass. */
 struct hy_ctx {
     const struct hy_model *m;
     int n_ctx;      /* KV capacity in tokens */
     int max_tokens; /* tokens per forward call */
     int pos;        /* tokens already in the cache */
-    /* KV cache, backend memory: per layer [n_ctx, n_kv*hd] (K after RoPE and QK-norm) */
-    float **k_cache, **v_cache;
-    /* scratch, backend memory, sized for max_tokens */
-    float *x;      /* [T, hidden] residual stream */
-    float *h;      /* [T, hidden] normed input */
-    float *q;      /* [T, n_head*hd] */
-    float *att;    /* [T, n_head*hd] */
-    float *gate;   /* [T, ffn] */
-    float *up;     /* [T, ffn] */
-    float *logits; /* [T, vocab] */
-    int32_t *pos_ids; /* host [max_tokens] */
-    hy_dump_fn dump;
+    struct hy_kvstore *kv;
+    struct hy_scratch *s;
+    int32_t *blocks; /* identity block table [n_blocks] */
+    hy_dump_fn dump; /* copied into the scratch at each call */
     void *dump_ctx;
 };
 
 hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
                         struct hy_err *err);
 void hy_model_destroy(struct hy_model *m); /* accepts NULL */
+
+hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, int n_blocks,
+                           int block_size, struct hy_err *err);
+void hy_kvstore_destroy(struct hy_kvstore *kv); /* accepts NULL */
+hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, int max_tokens,
+                            int max_seqs, struct hy_err *err);
+void hy_scratch_destroy(struct hy_scratch *s, const struct hy_model *m); /* accepts NULL */
+
+/* Runs one batched step: every sequence's new tokens go through the model together; their
+ * K/V rows are written to the pool through their block tables, attention reads the pool.
+ * Writes float32 logits to host memory `logits` (may be NULL when no sequence wants any):
+ * the n_logits rows of each sequence in order, [sum of n_logits, vocab].
+ * HY_E_RANGE, with nothing changed, when the step has more tokens or sequences than the
+ * scratch, an id is outside the vocabulary, or n_tokens/n_logits/pos0 are out of range.
+ * Block tables are the caller's (the engine's): they must cover every position used. */
+hy_status hy_model_forward_batch(const struct hy_model *m, struct hy_kvstore *kv,
+                                 struct hy_scratch *s, const struct hy_batch_seq *seqs, int n_seqs,
+                                 float *logits, struct hy_err *err);
 
 hy_status hy_ctx_create(struct hy_ctx **out, const struct hy_model *m, int n_ctx, int max_tokens,
                         struct hy_err *err);

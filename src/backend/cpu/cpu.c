@@ -81,12 +81,27 @@ static void ref_rope(struct hy_backend *be, float *x, const int32_t *pos, int T,
     hy_ref_rope(x, pos, T, n_heads, hd, inv_freq);
 }
 
-static void ref_attention(struct hy_backend *be, float *out, const float *q, const float *kc,
-                          const float *vc, int pos0, int T, int n_head, int n_kv, int hd,
-                          float scale)
+static void ref_attention(struct hy_backend *be, float *out, const float *q, const float *kp,
+                          const float *vp, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+                          int n_head, int n_kv, int hd, float scale)
 {
     (void)be;
-    hy_ref_attention(out, q, kc, vc, pos0, T, n_head, n_kv, hd, scale);
+    hy_ref_attention(out, q, kp, vp, bs, seqs, n_seqs, n_head, n_kv, hd, scale);
+}
+
+/* kv_store and copy_rows move a few rows per step: plain copies for both backends. */
+static void cpu_kv_store(struct hy_backend *be, float *pool, const float *rows,
+                         const int32_t *slots, int T, int64_t cols)
+{
+    (void)be;
+    hy_ref_kv_store(pool, rows, slots, T, cols);
+}
+
+static void cpu_copy_rows(struct hy_backend *be, float *dst, const float *src, const int32_t *idx,
+                          int n, int64_t cols)
+{
+    (void)be;
+    hy_ref_copy_rows(dst, src, idx, n, cols);
 }
 
 static void ref_silu_mul(struct hy_backend *be, float *out, const float *gate, const float *up,
@@ -114,6 +129,8 @@ static const struct hy_backend_i ref_iface = {
     .matmul = ref_matmul,
     .rope = ref_rope,
     .attention = ref_attention,
+    .kv_store = cpu_kv_store,
+    .copy_rows = cpu_copy_rows,
     .silu_mul = ref_silu_mul,
     .add = ref_add,
 };
@@ -203,11 +220,11 @@ static void fast_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
     hy_pool_for(ctx_of(be)->pool, T, grain_rows((int64_t)n_heads * hd), rope_slice, &j);
 }
 
-static void fast_attention(struct hy_backend *be, float *out, const float *q, const float *kc,
-                           const float *vc, int pos0, int T, int n_head, int n_kv, int hd,
-                           float scale)
+static void fast_attention(struct hy_backend *be, float *out, const float *q, const float *kp,
+                           const float *vp, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+                           int n_head, int n_kv, int hd, float scale)
 {
-    hy_cpu_attention(ctx_of(be), out, q, kc, vc, pos0, T, n_head, n_kv, hd, scale);
+    hy_cpu_attention(ctx_of(be), out, q, kp, vp, bs, seqs, n_seqs, n_head, n_kv, hd, scale);
 }
 
 static void silu_mul_slice(void *ctx, int64_t i0, int64_t i1, int tid)
@@ -249,6 +266,8 @@ static const struct hy_backend_i fast_iface = {
     .matmul = fast_matmul,
     .rope = fast_rope,
     .attention = fast_attention,
+    .kv_store = cpu_kv_store,
+    .copy_rows = cpu_copy_rows,
     .silu_mul = fast_silu_mul,
     .add = fast_add,
 };

@@ -38,8 +38,11 @@ void hy_ref_rmsnorm(float *out, const float *x, const struct hy_weight *w, int64
                     float eps);
 void hy_ref_matmul(float *out, const float *x, const struct hy_weight *w, int T);
 void hy_ref_rope(float *x, const int32_t *pos, int T, int n_heads, int hd, const float *inv_freq);
-void hy_ref_attention(float *out, const float *q, const float *kc, const float *vc, int pos0, int T,
-                      int n_head, int n_kv, int hd, float scale);
+void hy_ref_attention(float *out, const float *q, const float *k_pool, const float *v_pool, int bs,
+                      const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv, int hd,
+                      float scale);
+void hy_ref_kv_store(float *pool, const float *rows, const int32_t *slots, int T, int64_t cols);
+void hy_ref_copy_rows(float *dst, const float *src, const int32_t *idx, int n, int64_t cols);
 void hy_ref_silu_mul(float *out, const float *gate, const float *up, int64_t n);
 void hy_ref_add(float *x, const float *y, int64_t n);
 

@@ -73,7 +73,8 @@ struct hy_cpu_ctx {
 /* The threaded, SIMD ops of the fast backend (matmul.c, attention.c). */
 void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struct hy_weight *w,
                    int T);
-void hy_cpu_attention(struct hy_cpu_ctx *c, float *out, const float *q, const float *kc,
-                      const float *vc, int pos0, int T, int n_head, int n_kv, int hd, float scale);
+void hy_cpu_attention(struct hy_cpu_ctx *c, float *out, const float *q, const float *k_pool,
+                      const float *v_pool, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+                      int n_head, int n_kv, int hd, float scale);
 
 #endif

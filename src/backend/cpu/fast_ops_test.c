@@ -103,8 +103,15 @@ static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int
     rng_fill(r, kc, nkvf, 2.0f);
     rng_fill(r, vc, nkvf, 3.0f);
     float scale = 1.0f / sqrtf((float)hd);
-    hy_ref_attention(ref, q, kc, vc, pos0, T, nh, nkv, hd, scale);
-    be->i->attention(be, got, q, kc, vc, pos0 + shift, T, nh, nkv, hd, scale);
+    float *kp, *vp;
+    int32_t blocks[256];
+    int bs = 16;
+    paged_from_contig(r, kc, vc, n_ctx, (int64_t)nkv * hd, bs, &kp, &vp, blocks);
+    struct hy_attn_seq sr = {0, T, pos0, blocks}, sg = {0, T, pos0 + shift, blocks};
+    hy_ref_attention(ref, q, kp, vp, bs, &sr, 1, nh, nkv, hd, scale);
+    be->i->attention(be, got, q, kp, vp, bs, &sg, 1, nh, nkv, hd, scale);
+    free(kp);
+    free(vp);
     for (int t = 0; t < T; t++)
         for (int h = 0; h < nh; h++) {
             int64_t o = ((int64_t)t * nh + h) * hd;
@@ -127,6 +134,45 @@ static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int
     return ok;
 }
 
+/* Three sequences in one call (prefill, decode, chunked prefill) give bit for bit what
+ * each gives alone: batching must not change any row. */
+static void test_attention_batch(struct hy_backend *be, struct rng *r)
+{
+    const int nh = 4, nkv = 2, hd = 64, bs = 16, n_ctx = 80;
+    const int64_t kvd = (int64_t)nkv * hd;
+    const struct {
+        int pos0, T;
+    } sp[3] = {{0, 7}, {41, 1}, {20, 9}};
+    float *kc = fmalloc(n_ctx * kvd), *vc = fmalloc(n_ctx * kvd), *kp, *vp;
+    rng_fill(r, kc, n_ctx * kvd, 2.0f);
+    rng_fill(r, vc, n_ctx * kvd, 3.0f);
+    int32_t blocks[256];
+    paged_from_contig(r, kc, vc, n_ctx, kvd, bs, &kp, &vp, blocks);
+    int rows = 17;
+    int64_t nq = (int64_t)rows * nh * hd;
+    float *q = fmalloc(nq), *all = fmalloc(nq), *one = fmalloc(nq);
+    rng_fill(r, q, nq, 3.0f);
+    struct hy_attn_seq seqs[3];
+    for (int i = 0, row = 0; i < 3; row += sp[i].T, i++)
+        seqs[i] = (struct hy_attn_seq){row, sp[i].T, sp[i].pos0, blocks};
+    float scale = 0.125f;
+    be->i->attention(be, all, q, kp, vp, bs, seqs, 3, nh, nkv, hd, scale);
+    for (int i = 0; i < 3; i++) {
+        int64_t off = (int64_t)seqs[i].row * nh * hd;
+        struct hy_attn_seq alone = {0, seqs[i].n_tokens, seqs[i].pos0, blocks};
+        be->i->attention(be, one + off, q + off, kp, vp, bs, &alone, 1, nh, nkv, hd, scale);
+    }
+    CHECKF(memcmp(all, one, (size_t)nq * sizeof(float)) == 0, "%s: batched attention differs",
+           hy_cpu_backend_isa(be));
+    free(kc);
+    free(vc);
+    free(kp);
+    free(vp);
+    free(q);
+    free(all);
+    free(one);
+}
+
 static void test_attention(struct hy_backend *be, struct rng *r)
 {
     static const int heads[][3] = {{4, 4, 64}, {4, 2, 64}, {8, 2, 128}, {4, 1, 128}, {3, 1, 20}};
@@ -140,6 +186,7 @@ static void test_attention(struct hy_backend *be, struct rng *r)
                    heads[h][0], heads[h][1], heads[h][2], steps[s][0], steps[s][1]);
     CHECK(!attn_case(be, r, 4, 2, 64, 30, 3, 1));
     CHECK(!attn_case(be, r, 4, 2, 64, 30, 3, -1));
+    test_attention_batch(be, r);
 }
 
 /* embed, rmsnorm, silu_mul and add run the reference loops on row slices: bit-identical.

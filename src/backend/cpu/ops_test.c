@@ -213,9 +213,18 @@ static void check_attention(struct rng *r, int nh, int nkv, int hd, int pos0, in
     attn_expect(want, q, kc, vc, pos0, T, nh, nkv, hd, scale);
     for (int64_t i = 0; i < nq; i++)
         bound[i] = 4 * U32 * 3.0;
-    hy_ref_attention(out, q, kc, vc, pos0, T, nh, nkv, hd, scale);
-    CHECKF(close_all("attention", out, want, bound, nq, false, NULL),
-           "attention nh=%d nkv=%d hd=%d pos0=%d T=%d", nh, nkv, hd, pos0, T);
+    /* through a shuffled block table (block size 16, and 5 to cross blocks mid-run) */
+    for (int bs = 5; bs <= 16; bs += 11) {
+        float *kp, *vp;
+        int32_t blocks[256];
+        paged_from_contig(r, kc, vc, pos0 + T, (int64_t)nkv * hd, bs, &kp, &vp, blocks);
+        struct hy_attn_seq sq = {0, T, pos0, blocks};
+        hy_ref_attention(out, q, kp, vp, bs, &sq, 1, nh, nkv, hd, scale);
+        CHECKF(close_all("attention", out, want, bound, nq, false, NULL),
+               "attention nh=%d nkv=%d hd=%d pos0=%d T=%d bs=%d", nh, nkv, hd, pos0, T, bs);
+        free(kp);
+        free(vp);
+    }
     free(q);
     free(out);
     free(kc);

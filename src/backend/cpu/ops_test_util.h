@@ -145,4 +145,35 @@ static inline bool close_f(const char *what, const float *got, const float *want
     return ok;
 }
 
+/* A paged copy of contiguous KV rows kc [n, kvd] (and vc): block size bs, blocks placed
+ * in a shuffled order among as many unused blocks filled with NaN, so attention that
+ * ignores the block table, or reads a block it should not, gives wrong or NaN output.
+ * blocks receives the table (ceil(n/bs) entries); the pools are malloc'ed [2*nb*bs, kvd]. */
+static inline void paged_from_contig(struct rng *r, const float *kc, const float *vc, int n,
+                                     int64_t kvd, int bs, float **kp, float **vp, int32_t *blocks)
+{
+    int nb = (n + bs - 1) / bs, total = 2 * nb;
+    *kp = fmalloc((int64_t)total * bs * kvd);
+    *vp = fmalloc((int64_t)total * bs * kvd);
+    for (int64_t i = 0; i < (int64_t)total * bs * kvd; i++)
+        (*kp)[i] = (*vp)[i] = NAN;
+    int32_t perm[4096];
+    for (int i = 0; i < total && i < 4096; i++)
+        perm[i] = i;
+    for (int i = total - 1; i > 0; i--) {
+        int j = (int)(rng_next(r) % (uint64_t)(i + 1));
+        int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int b = 0; b < nb; b++) {
+        blocks[b] = perm[b];
+        int rows = n - b * bs < bs ? n - b * bs : bs;
+        memcpy(*kp + (int64_t)perm[b] * bs * kvd, kc + (int64_t)b * bs * kvd,
+               (size_t)(rows * kvd) * sizeof(float));
+        memcpy(*vp + (int64_t)perm[b] * bs * kvd, vc + (int64_t)b * bs * kvd,
+               (size_t)(rows * kvd) * sizeof(float));
+    }
+}
+
 #endif

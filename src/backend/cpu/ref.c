@@ -90,17 +90,25 @@ void hy_ref_rope(float *x, const int32_t *pos, int T, int n_heads, int hd, const
     }
 }
 
-/* One query row against KV rows 0..n-1 of one KV head (row stride kv_stride floats).
- * Two passes: the maximum score, then exp-weights and the weighted sum of V, both in
- * double. acc is scratch of hd doubles. */
+/* Pool row holding position p of a sequence with block table `blocks`. */
+static int64_t pool_row(const int32_t *blocks, int bs, int p)
+{
+    return (int64_t)blocks[p / bs] * bs + p % bs;
+}
+
+/* One query row against positions 0..n-1 of one KV head (k, v already offset to the head;
+ * rows kv_stride floats apart, found through the block table). Two passes: the maximum
+ * score, then exp-weights and the weighted sum of V, both in double. acc: hd doubles. */
 static void attend_one(float *out, const float *q, const float *k, const float *v,
-                       int64_t kv_stride, int n, int hd, float scale, double *acc)
+                       int64_t kv_stride, const int32_t *blocks, int bs, int n, int hd,
+                       float scale, double *acc)
 {
     double max = -INFINITY;
     for (int j = 0; j < n; j++) {
+        const float *kj = k + pool_row(blocks, bs, j) * kv_stride;
         double s = 0.0;
         for (int i = 0; i < hd; i++)
-            s += (double)q[i] * k[(int64_t)j * kv_stride + i];
+            s += (double)q[i] * kj[i];
         s *= scale;
         if (s > max)
             max = s;
@@ -109,34 +117,52 @@ static void attend_one(float *out, const float *q, const float *k, const float *
     for (int i = 0; i < hd; i++)
         acc[i] = 0.0;
     for (int j = 0; j < n; j++) {
+        int64_t r = pool_row(blocks, bs, j) * kv_stride;
         double s = 0.0;
         for (int i = 0; i < hd; i++)
-            s += (double)q[i] * k[(int64_t)j * kv_stride + i];
+            s += (double)q[i] * k[r + i];
         double p = exp(s * scale - max);
         sum += p;
         for (int i = 0; i < hd; i++)
-            acc[i] += p * v[(int64_t)j * kv_stride + i];
+            acc[i] += p * v[r + i];
     }
     for (int i = 0; i < hd; i++)
         out[i] = (float)(acc[i] / sum);
 }
 
-void hy_ref_attention(float *out, const float *q, const float *kc, const float *vc, int pos0, int T,
-                      int n_head, int n_kv, int hd, float scale)
+void hy_ref_attention(float *out, const float *q, const float *k_pool, const float *v_pool, int bs,
+                      const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv, int hd,
+                      float scale)
 {
-    HY_ASSERT(n_kv > 0 && n_head % n_kv == 0 && pos0 >= 0);
+    HY_ASSERT(n_kv > 0 && n_head % n_kv == 0 && bs > 0);
     HY_ASSERT(hd > 0 && hd <= HY_CPU_MAX_HEAD_DIM);
     double acc[HY_CPU_MAX_HEAD_DIM];
     int group = n_head / n_kv;
     int64_t kv_stride = (int64_t)n_kv * hd;
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < n_head; h++) {
-            int64_t qo = ((int64_t)t * n_head + h) * hd;
-            int64_t ko = (int64_t)(h / group) * hd;
-            attend_one(out + qo, q + qo, kc + ko, vc + ko, kv_stride, pos0 + t + 1, hd, scale,
-                       acc);
+    for (int si = 0; si < n_seqs; si++) {
+        const struct hy_attn_seq *sq = &seqs[si];
+        HY_ASSERT(sq->pos0 >= 0 && sq->n_tokens >= 0 && sq->row >= 0);
+        for (int t = 0; t < sq->n_tokens; t++) {
+            for (int h = 0; h < n_head; h++) {
+                int64_t qo = ((int64_t)(sq->row + t) * n_head + h) * hd;
+                int64_t ko = (int64_t)(h / group) * hd;
+                attend_one(out + qo, q + qo, k_pool + ko, v_pool + ko, kv_stride, sq->blocks, bs,
+                           sq->pos0 + t + 1, hd, scale, acc);
+            }
         }
     }
+}
+
+void hy_ref_kv_store(float *pool, const float *rows, const int32_t *slots, int T, int64_t cols)
+{
+    for (int t = 0; t < T; t++)
+        memcpy(pool + (int64_t)slots[t] * cols, rows + (int64_t)t * cols, (size_t)cols * 4);
+}
+
+void hy_ref_copy_rows(float *dst, const float *src, const int32_t *idx, int n, int64_t cols)
+{
+    for (int i = 0; i < n; i++)
+        memmove(dst + (int64_t)i * cols, src + (int64_t)idx[i] * cols, (size_t)cols * 4);
 }
 
 void hy_ref_silu_mul(float *out, const float *gate, const float *up, int64_t n)
