@@ -16,5 +16,8 @@ size_t hy_utf8_validate(const char *s, size_t n);
 size_t hy_utf8_repair(const char *s, size_t n, char *out);
 /* Decodes the code point at s (which must be valid); *len receives its length. */
 uint32_t hy_utf8_decode(const unsigned char *s, int *len);
+/* Length (0..3) of the well-formed but unfinished sequence that ends s[0..n): the bytes a
+ * streaming decoder holds back until more input arrives. */
+size_t hy_utf8_incomplete_tail(const char *s, size_t n);
 
 #endif
