@@ -1,0 +1,68 @@
+/* lang.h: the 38 languages Hunyuan-MT supports (model doc 5.5), name lookup, detection.
+ * The table is const and in README order; entries are never copied, callers keep the
+ * returned pointers for the life of the program. hy_lang_find resolves codes, English,
+ * Chinese and native names and common aliases (zh-TW, fil, iw, farsi, 英文, ...).
+ * hy_lang_detect guesses the source language from Unicode scripts and returns NULL when
+ * the script does not decide it (Latin, plain Cyrillic or Arabic, Devanagari without
+ * Marathi letters), so that the caller uses the prompt that needs no source name.
+ * Pure functions over const data: thread-safe, no allocation, no errors beyond NULL. */
+#ifndef HY_TRANSLATE_LANG_H
+#define HY_TRANSLATE_LANG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The script a language is detected by. Several languages may share one (Latin,
+ * Cyrillic, Arabic, Devanagari, Han); detection then needs letters specific to one. */
+enum hy_script {
+    HY_SCRIPT_OTHER = 0,
+    HY_SCRIPT_LATIN,
+    HY_SCRIPT_CYRILLIC,
+    HY_SCRIPT_ARABIC,
+    HY_SCRIPT_HEBREW,
+    HY_SCRIPT_DEVANAGARI,
+    HY_SCRIPT_BENGALI,
+    HY_SCRIPT_GUJARATI,
+    HY_SCRIPT_TAMIL,
+    HY_SCRIPT_TELUGU,
+    HY_SCRIPT_THAI,
+    HY_SCRIPT_TIBETAN,
+    HY_SCRIPT_MYANMAR,
+    HY_SCRIPT_KHMER,
+    HY_SCRIPT_MONGOLIAN,
+    HY_SCRIPT_HANGUL,
+    HY_SCRIPT_KANA, /* Japanese: kana, with Han */
+    HY_SCRIPT_HAN,
+    HY_SCRIPT_COUNT
+};
+
+struct hy_lang {
+    const char *code;    /* "zh", "zh-Hant", "yue", ... as the README spells it */
+    const char *name_en; /* "Traditional Chinese": goes into the English prompt */
+    const char *name_zh; /* "繁体中文": goes into the Chinese prompt */
+    const char *native;  /* endonym, "繁體中文", "Deutsch", "日本語" */
+    bool zh_side;        /* zh, zh-Hant, yue: a pair with one of these uses the Chinese prompt */
+    enum hy_script script;
+};
+
+#define HY_LANG_COUNT 38
+
+/* Entry i of the table, 0 <= i < HY_LANG_COUNT, in README order (left column first). */
+const struct hy_lang *hy_lang_at(size_t i);
+
+/* Case-insensitive lookup of a code, English/Chinese/native name or alias; "_" equals
+ * "-", surrounding whitespace is ignored, and a trailing region or script subtag that is
+ * not itself known falls back to the base ("en-US" -> en, "zh-Hant-TW" -> zh-Hant).
+ * NULL when unknown ("auto" is unknown: detection is the caller's choice). */
+const struct hy_lang *hy_lang_find(const char *name);
+
+/* Writes the valid codes, "zh, en, fr, ..., yue", NUL-terminated, into buf (cap bytes,
+ * truncated to fit when cap is short). Returns the length the full list needs. */
+size_t hy_lang_list(char *buf, size_t cap);
+
+/* Guesses the language of len bytes of text (invalid UTF-8 tolerated) from the first
+ * HY_LANG_DETECT_MAX bytes. NULL when undecided. Rules: lang_detect.c. */
+#define HY_LANG_DETECT_MAX 65536
+const struct hy_lang *hy_lang_detect(const char *text, size_t len);
+
+#endif

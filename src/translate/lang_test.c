@@ -1,0 +1,141 @@
+/* lang_test.c: the language table, name lookup and script detection. */
+#include "translate/lang.h"
+
+#include "test.h"
+
+#include <string.h>
+
+static const char *find_code(const char *name)
+{
+    const struct hy_lang *l = hy_lang_find(name);
+    return l ? l->code : "(none)";
+}
+
+static const char *detect_code(const char *text)
+{
+    const struct hy_lang *l = hy_lang_detect(text, strlen(text));
+    return l ? l->code : "(none)";
+}
+
+#define FIND(name, code)                                                                           \
+    CHECKF(strcmp(find_code(name), code) == 0, "%s -> %s, want %s", name, find_code(name), code)
+#define DETECT(text, code)                                                                         \
+    CHECKF(strcmp(detect_code(text), code) == 0, "%s -> %s, want %s", text, detect_code(text), code)
+
+static void test_table(void)
+{
+    // clang-format off
+    static const char *const ORDER[HY_LANG_COUNT] = {
+        "zh", "en", "fr", "pt", "es", "ja", "tr", "ru", "ar", "ko", "th", "it", "de",
+        "vi", "ms", "id", "tl", "hi", "zh-Hant", "pl", "cs", "nl", "km", "my", "fa", "gu",
+        "ur", "te", "mr", "he", "bn", "ta", "uk", "bo", "kk", "mn", "ug", "yue"};
+    // clang-format on
+    int zh_side = 0;
+    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
+        const struct hy_lang *l = hy_lang_at(i);
+        CHECKF(strcmp(l->code, ORDER[i]) == 0, "row %zu is %s", i, l->code);
+        CHECK(l->name_en[0] && l->name_zh[0] && l->native[0]);
+        CHECK(l->script != HY_SCRIPT_OTHER);
+        zh_side += l->zh_side;
+        /* every column of every row finds its own row */
+        CHECK(hy_lang_find(l->code) == l);
+        CHECK(hy_lang_find(l->name_en) == l);
+        CHECK(hy_lang_find(l->name_zh) == l);
+        CHECKF(hy_lang_find(l->native) == l, "%s", l->native);
+    }
+    CHECK(zh_side == 3);
+    CHECK(hy_lang_find("zh")->zh_side && hy_lang_find("zh-Hant")->zh_side &&
+          hy_lang_find("yue")->zh_side);
+    CHECK(strcmp(hy_lang_find("zh-Hant")->name_zh, "繁体中文") == 0);
+    CHECK(strcmp(hy_lang_find("de")->native, "Deutsch") == 0);
+    CHECK(strcmp(hy_lang_find("ja")->native, "日本語") == 0);
+    CHECK(strcmp(hy_lang_find("yue")->native, "粵語") == 0);
+}
+
+static void test_aliases(void)
+{
+    // clang-format off
+    static const char *const CASES[][2] = {
+        {"zh-CN", "zh"}, {"zh_CN", "zh"}, {"zh-Hans", "zh"}, {"cmn", "zh"}, {"ZH", "zh"},
+        {"Chinese", "zh"}, {"chinese", "zh"}, {"中文", "zh"}, {"汉语", "zh"}, {"zh-Hans-CN", "zh"},
+        {"Simplified Chinese", "zh"}, {"zh-TW", "zh-Hant"}, {"zh-HK", "zh-Hant"},
+        {"zh_Hant", "zh-Hant"}, {"zh-hant", "zh-Hant"}, {"zh-Hant-TW", "zh-Hant"},
+        {"traditional chinese", "zh-Hant"}, {"繁體中文", "zh-Hant"}, {"繁体中文", "zh-Hant"},
+        {"yue", "yue"}, {"zh-yue", "yue"}, {"Cantonese", "yue"}, {"yue-HK", "yue"},
+        {"粤语", "yue"}, {"廣東話", "yue"}, {"英语", "en"}, {"英文", "en"}, {"english", "en"},
+        {"en-US", "en"}, {"en_GB", "en"}, {"  en  ", "en"}, {"eng", "en"}, {"pt-BR", "pt"},
+        {"es-419", "es"}, {"fil", "tl"}, {"tagalog", "tl"}, {"iw", "he"}, {"in", "id"},
+        {"my", "my"}, {"burmese", "my"}, {"myanmar", "my"}, {"fa-IR", "fa"}, {"farsi", "fa"},
+        {"FRANÇAIS", "fr"}, {"čeština", "cs"}, {"ČEŠTINA", "cs"}, {"日文", "ja"}, {"日語", "ja"},
+        {"한국어", "ko"}, {"韓語", "ko"}, {"русский", "ru"}, {"УКРАЇНСЬКА", "uk"}, {"uighur", "ug"},
+        {"藏文", "bo"}, {"蒙古文", "mn"}, {"Tiếng Việt", "vi"}, {"Bahasa Indonesia", "id"},
+        {"de-AT", "de"}, {"de_CH", "de"}, {"auto", "(none)"}, {"", "(none)"}, {"xx", "(none)"},
+        {"x-en", "(none)"}, {"-", "(none)"}, {"zz-ZZ", "(none)"}, {"\xff\xfe", "(none)"},
+        {"文", "(none)"},
+    };
+    // clang-format on
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        FIND(CASES[i][0], CASES[i][1]);
+    CHECK(hy_lang_find(NULL) == NULL);
+}
+
+static void test_list(void)
+{
+    char buf[512], small[8];
+    size_t n = hy_lang_list(buf, sizeof buf);
+    CHECK(n == strlen(buf));
+    CHECK(strncmp(buf, "zh, en, fr, ", 12) == 0);
+    CHECK(strstr(buf, ", zh-Hant, ") != NULL);
+    CHECK(n >= 5 && strcmp(buf + n - 5, ", yue") == 0);
+    CHECK(hy_lang_list(small, sizeof small) == n);
+    CHECK(strcmp(small, "zh, en,") == 0);
+    CHECK(hy_lang_list(NULL, 0) == n);
+}
+
+static void test_detect(void)
+{
+    DETECT("今天天气很好，我们去公园散步吧。", "zh");
+    DETECT("今天天氣很好，我們去公園散步吧。這個說法對嗎？", "zh-Hant");
+    DETECT("我哋今日去邊度食飯呀？佢話唔得閒。", "yue");
+    DETECT("今日はいい天気ですね。公園に行きましょう。", "ja");
+    DETECT("東京は日本の首都です。", "ja");
+    DETECT("안녕하세요, 만나서 반갑습니다.", "ko");
+    DETECT("大韓民國은 民主共和國이다.", "ko");
+    DETECT("สวัสดีครับ ยินดีที่ได้รู้จัก", "th");
+    DETECT("བཀྲ་ཤིས་བདེ་ལེགས།", "bo");
+    DETECT("ជំរាបសួរ", "km");
+    DETECT("မင်္ဂလာပါ", "my");
+    DETECT("שלום עולם", "he");
+    DETECT("નમસ્તે, તમે કેમ છો?", "gu");
+    DETECT("আমি বাংলায় কথা বলি।", "bn");
+    DETECT("నమస్కారం", "te");
+    DETECT("வணக்கம் உலகம்", "ta");
+    DETECT("ᠮᠣᠩᠭᠣᠯ ᠪᠢᠴᠢᠭ", "mn");
+    DETECT("नमस्ते दुनिया", "(none)");
+    DETECT("मला मराठी भाषा आवडते. ही शाळा खूप जुनी आहे, वेळ", "mr");
+    DETECT("مرحبا بالعالم", "(none)");
+    DETECT("سلام، حال شما چطور است؟ من خوبم.", "fa");
+    DETECT("آپ کیسے ہیں؟ میں ٹھیک ہوں۔", "ur");
+    DETECT("ياخشىمۇسىز؟ مەن ئۇيغۇرچە سۆزلەيمەن.", "ug");
+    DETECT("Привет, как дела?", "(none)");
+    DETECT("Привіт, як справи? Добре, дякую.", "uk");
+    DETECT("Сәлеметсіз бе? Қалайсыз?", "kk");
+    DETECT("Сайн байна уу? Монгол үндэстэн өдөр", "mn");
+    DETECT("Hello, how are you?", "(none)");
+    DETECT("Bonjour à tous", "(none)");
+    DETECT("", "(none)");
+    DETECT("12345 !!! ...", "(none)");
+    DETECT("Hello world, this is a long English sentence with 中文", "(none)");
+    DETECT("我使用Python编程", "zh");
+    DETECT("\xff\xfe\xe4\xb8", "(none)");
+    CHECK(hy_lang_detect(NULL, 10) == NULL);
+}
+
+int main(void)
+{
+    test_table();
+    test_aliases();
+    test_list();
+    test_detect();
+    return test_result();
+}
