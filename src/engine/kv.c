@@ -90,7 +90,10 @@ static int32_t *seq_table(const struct hy_kv *kv, int seq)
     return kv->tables + (size_t)seq * (size_t)kv->max_bps;
 }
 
-int hy_kv_block_size(const struct hy_kv *kv) { return kv->block_size; }
+int hy_kv_block_size(const struct hy_kv *kv)
+{
+    return kv->block_size;
+}
 
 int hy_kv_blocks_for(const struct hy_kv *kv, int64_t n_tokens)
 {
@@ -100,7 +103,10 @@ int hy_kv_blocks_for(const struct hy_kv *kv, int64_t n_tokens)
 
 /* ---- hash table ---- */
 
-static int64_t ht_home(const struct hy_kv *kv, uint64_t h) { return (int64_t)(h & (uint64_t)(kv->ht_cap - 1)); }
+static int64_t ht_home(const struct hy_kv *kv, uint64_t h)
+{
+    return (int64_t)(h & (uint64_t)(kv->ht_cap - 1));
+}
 
 /* The registered block completing prefix hash h with these tokens after parent block pb
  * (registered as serial pg), or -1. */
@@ -233,11 +239,11 @@ static void release_block(struct hy_kv *kv, int32_t b)
 static size_t layout(struct hy_kv *kv, unsigned char *base)
 {
     size_t nb = (size_t)kv->n_blocks, ms = (size_t)kv->max_seqs, off = 0;
-#define CARVE(field, count)                                                                   \
-    do {                                                                                      \
-        if (base)                                                                             \
-            kv->field = (void *)(base + off);                                                 \
-        off += ((count) * sizeof *kv->field + 7) & ~(size_t)7;                                \
+#define CARVE(field, count)                                                                        \
+    do {                                                                                           \
+        if (base)                                                                                  \
+            kv->field = (void *)(base + off);                                                      \
+        off += ((count) * sizeof *kv->field + 7) & ~(size_t)7;                                     \
     } while (0)
     CARVE(hash, nb);
     CARVE(parent_hash, nb);

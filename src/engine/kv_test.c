@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define KV_CHECK(kv)                                                                       \
-    do {                                                                                   \
-        struct hy_err e_ = {{0}};                                                          \
-        hy_status st_ = hy_kv_check(kv, &e_);                                              \
-        CHECKF(st_ == HY_OK, "%s", e_.msg);                                                \
+#define KV_CHECK(kv)                                                                               \
+    do {                                                                                           \
+        struct hy_err e_ = {{0}};                                                                  \
+        hy_status st_ = hy_kv_check(kv, &e_);                                                      \
+        CHECKF(st_ == HY_OK, "%s", e_.msg);                                                        \
     } while (0)
 
 static struct hy_kv *make_kv(int n_blocks, int bs, int max_seqs, int bps)
