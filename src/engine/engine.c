@@ -1,0 +1,498 @@
+/* engine.c: the engine thread and the thread-safe request API (engine.h has the contract).
+ * One mutex guards the request slots, the incoming FIFO and the stats snapshot; the engine
+ * thread holds it only to take in submissions and to publish a step's results, never while
+ * the model runs. Each slot has its own condition variable for clients waiting on tokens. */
+#include "engine/engine.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum slot_state { SLOT_FREE, SLOT_INCOMING, SLOT_ACTIVE, SLOT_DONE };
+
+struct slot {
+    enum slot_state state;
+    uint32_t gen;          /* bumped at each reuse: stale handles are refused */
+    bool cancel_req;       /* the client asked to cancel */
+    bool cancel_sent;      /* ... and the scheduler was told */
+    bool released;         /* the client gave the handle back: free it when done */
+    uint64_t sched_id;
+    struct hy_engine_request req; /* req.prompt points at prompt[] */
+    int32_t *prompt;       /* [max_seq_tokens] */
+    int32_t *out;          /* [max_seq_tokens] generated tokens; [0, n_out) are published */
+    int n_out, n_read, n_sampled;
+    enum hy_finish finish;
+    double t_submit, t_start, t_first, t_done;
+    struct hy_sampler sampler; /* engine thread only */
+    pthread_cond_t cv;
+};
+
+struct hy_engine {
+    struct hy_model *m;
+    struct hy_engine_params p;
+    struct hy_sched *sched;
+    struct hy_kvstore *kv;
+    struct hy_scratch *scr;
+    struct hy_sampler_scratch ss;
+    struct hy_batch_seq *bseqs;       /* [max_running] */
+    struct hy_sched_result *results;  /* [max_running] */
+    float *logits;                    /* [max_running, vocab] host */
+    struct slot *slots;
+    int n_slots;
+    int *free_stack, n_free;          /* free slot indices */
+    int *incoming, in_head, n_in;     /* FIFO ring of slot indices */
+    int n_waiting;                    /* incoming + the scheduler's waiting (queue-full rule) */
+    int n_pending_cancel;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool thread_started, stop, busy;
+    struct hy_engine_stats stats;     /* snapshot under mu */
+};
+
+struct hy_engine_params hy_engine_params_default(void)
+{
+    return (struct hy_engine_params){.max_running = 16,
+                                     .max_queue = 256,
+                                     .max_batch_tokens = 2048,
+                                     .max_seq_tokens = 4096,
+                                     .block_size = HY_KV_BLOCK_SIZE_DEFAULT,
+                                     .kv_bytes = (int64_t)1 << 30};
+}
+
+static uint64_t handle_of(const struct hy_engine *e, const struct slot *s)
+{
+    return ((uint64_t)s->gen << 32) | (uint64_t)(s - e->slots);
+}
+
+/* The live slot a handle names, or NULL. Called with mu held. */
+static struct slot *slot_of(struct hy_engine *e, uint64_t h)
+{
+    uint64_t i = h & 0xffffffffu;
+    if (i >= (uint64_t)e->n_slots)
+        return NULL;
+    struct slot *s = &e->slots[i];
+    return s->state != SLOT_FREE && s->gen == (uint32_t)(h >> 32) && !s->released ? s : NULL;
+}
+
+static void slot_free(struct hy_engine *e, struct slot *s)
+{
+    s->state = SLOT_FREE;
+    s->gen++;
+    e->free_stack[e->n_free++] = (int)(s - e->slots);
+}
+
+/* Marks a slot finished and wakes its reader; frees it if the client already let go. */
+static void slot_finish(struct hy_engine *e, struct slot *s, enum hy_finish why, double now)
+{
+    s->state = SLOT_DONE;
+    s->finish = why;
+    s->t_done = now;
+    e->stats.finished[why]++;
+    pthread_cond_broadcast(&s->cv);
+    if (s->released)
+        slot_free(e, s);
+}
+
+/* Moves submissions into the scheduler and forwards cancellations. Called with mu held. */
+static void intake(struct hy_engine *e, double now)
+{
+    while (e->n_in > 0) {
+        struct slot *s = &e->slots[e->incoming[e->in_head]];
+        if (s->cancel_req) {
+            slot_finish(e, s, HY_FINISH_CANCELLED, now);
+        } else {
+            struct hy_sched_request r = {s->prompt, s->req.n_prompt, s->req.max_new_tokens,
+                                         s->req.timeout_s > 0 ? s->t_submit + s->req.timeout_s : 0,
+                                         s};
+            hy_status st = hy_sched_submit(e->sched, &r, &s->sched_id, NULL);
+            if (st == HY_E_NOSPACE)
+                break; /* preempted sequences filled the scheduler's queue: next step */
+            if (st) {
+                slot_finish(e, s, HY_FINISH_ERROR, now);
+            } else {
+                s->state = SLOT_ACTIVE;
+                s->sampler.p = s->req.sampling;
+                hy_sampler_reset(&s->sampler, s->prompt, (size_t)s->req.n_prompt);
+            }
+        }
+        e->in_head = (e->in_head + 1) % e->n_slots;
+        e->n_in--;
+    }
+    for (int i = 0; e->n_pending_cancel > 0 && i < e->n_slots; i++) {
+        struct slot *s = &e->slots[i];
+        if (s->state == SLOT_ACTIVE && s->cancel_req && !s->cancel_sent) {
+            s->cancel_sent = true;
+            e->n_pending_cancel--;
+            hy_sched_cancel(e->sched, s->sched_id);
+        }
+    }
+}
+
+static bool is_stop(const struct slot *s, int32_t id)
+{
+    for (int i = 0; i < s->req.n_stop; i++)
+        if (s->req.stop_ids[i] == id)
+            return true;
+    return false;
+}
+
+/* Runs the planned batch through the model and samples. Engine thread, mu not held. */
+static void run_batch(struct hy_engine *e, const struct hy_sched_batch *b, double now)
+{
+    const int64_t V = e->m->cfg.vocab_size;
+    for (int i = 0; i < b->n_items; i++) {
+        const struct hy_sched_item *it = &b->items[i];
+        e->bseqs[i] = (struct hy_batch_seq){b->tokens + it->offset, it->n_tokens, it->pos,
+                                            it->blocks, it->sample ? 1 : 0};
+        struct slot *s = it->user;
+        if (s->t_start < 0)
+            s->t_start = now;
+    }
+    struct hy_err err = {{0}};
+    hy_status st = hy_model_forward_batch(e->m, e->kv, e->scr, e->bseqs, b->n_items, e->logits,
+                                          &err);
+    if (st)
+        HY_LOGE("engine: forward pass failed: %s", err.msg);
+    for (int i = 0, k = 0; i < b->n_items; i++) {
+        const struct hy_sched_item *it = &b->items[i];
+        struct slot *s = it->user;
+        e->results[i] = (struct hy_sched_result){0, st ? HY_FINISH_ERROR : HY_FINISH_NONE};
+        if (!it->sample || st)
+            continue;
+        int32_t id = hy_sampler_sample(&s->sampler, &e->ss, e->logits + (int64_t)k++ * V);
+        hy_sampler_accept(&s->sampler, id);
+        s->out[s->n_sampled++] = id; /* published (n_out) under mu */
+        e->results[i].token = id;
+        if (is_stop(s, id))
+            e->results[i].finish = HY_FINISH_STOP;
+    }
+    hy_sched_commit(e->sched, e->results);
+}
+
+/* Publishes tokens and finished requests, refreshes the stats. Called with mu held. */
+static void publish(struct hy_engine *e, double now, double step_s)
+{
+    for (int i = 0; i < e->n_slots; i++) {
+        struct slot *s = &e->slots[i];
+        if (s->state == SLOT_ACTIVE && s->n_sampled > s->n_out) {
+            if (s->n_out == 0)
+                s->t_first = now;
+            e->stats.tokens_generated += s->n_sampled - s->n_out;
+            s->n_out = s->n_sampled;
+            pthread_cond_broadcast(&s->cv);
+        }
+    }
+    int n_done;
+    const struct hy_sched_done *d = hy_sched_done(e->sched, &n_done);
+    for (int i = 0; i < n_done; i++)
+        slot_finish(e, d[i].user, d[i].reason, now);
+    struct hy_sched_stats ss;
+    hy_sched_stats(e->sched, &ss);
+    e->n_waiting = e->n_in + ss.n_waiting;
+    e->stats.n_waiting = e->n_waiting;
+    e->stats.n_running = ss.n_running;
+    e->stats.steps = ss.steps;
+    e->stats.preemptions = ss.preemptions;
+    e->stats.tokens_computed = ss.tokens_computed;
+    e->stats.kv_blocks_total = ss.kv.n_blocks;
+    e->stats.kv_blocks_used = ss.kv.n_used;
+    e->stats.kv_blocks_cached = ss.kv.n_cached;
+    e->stats.prefix_lookups = ss.kv.lookups;
+    e->stats.prefix_hits = ss.kv.hits;
+    e->stats.last_step_s = step_s;
+    e->stats.slots_in_use = e->n_slots - e->n_free;
+    e->busy = ss.n_waiting + ss.n_running > 0;
+}
+
+static void *engine_main(void *arg)
+{
+    struct hy_engine *e = arg;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        if (!e->busy && e->n_in == 0 && e->n_pending_cancel == 0) {
+            pthread_cond_wait(&e->wake, &e->mu); /* idle: sleep until a submit or cancel */
+            continue;
+        }
+        double now = hy_clock_now();
+        intake(e, now);
+        pthread_mutex_unlock(&e->mu);
+        struct hy_sched_batch b;
+        hy_sched_step(e->sched, now, &b);
+        if (b.n_items > 0)
+            run_batch(e, &b, now);
+        double end = hy_clock_now();
+        pthread_mutex_lock(&e->mu);
+        publish(e, end, end - now);
+        if (b.n_items == 0 && e->busy && e->n_in == 0) {
+            /* nothing could run this step (waiting on a deadline or memory): nap, don't spin */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&e->wake, &e->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+static hy_status alloc_slots(struct hy_engine *e, struct hy_err *err)
+{
+    const int n = e->p.max_queue + e->p.max_running;
+    const int32_t V = (int32_t)e->m->cfg.vocab_size;
+    e->n_slots = n;
+    e->slots = calloc((size_t)n, sizeof *e->slots);
+    e->free_stack = calloc((size_t)n, sizeof *e->free_stack);
+    e->incoming = calloc((size_t)n, sizeof *e->incoming);
+    if (!e->slots || !e->free_stack || !e->incoming)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %d request slots", n);
+    for (int i = n - 1; i >= 0; i--) {
+        struct slot *s = &e->slots[i];
+        s->prompt = malloc((size_t)e->p.max_seq_tokens * sizeof *s->prompt);
+        s->out = malloc((size_t)e->p.max_seq_tokens * sizeof *s->out);
+        if (!s->prompt || !s->out || pthread_cond_init(&s->cv, NULL))
+            return hy_err_set(err, HY_E_NOMEM, "out of memory for request slots");
+        struct hy_sampler_params sp = hy_sampler_params_default();
+        hy_status st = hy_sampler_init(&s->sampler, V, &sp, err);
+        if (st)
+            return st;
+        e->free_stack[e->n_free++] = i;
+    }
+    return HY_OK;
+}
+
+static hy_status check_params(const struct hy_engine_params *p, int64_t block_bytes,
+                              struct hy_err *err)
+{
+    if (p->max_running < 1 || p->max_running > 4096 || p->max_queue < 1 || p->max_queue > 65536)
+        return hy_err_set(err, HY_E_RANGE, "max_running must be 1..4096 and max_queue 1..65536");
+    if (p->max_batch_tokens < p->max_running || p->max_batch_tokens > (1 << 20))
+        return hy_err_set(err, HY_E_RANGE, "max_batch_tokens must be max_running..1048576");
+    if (p->max_seq_tokens < 2 || p->max_seq_tokens > (1 << 24) || p->block_size < 1 ||
+        p->block_size > 1024)
+        return hy_err_set(err, HY_E_RANGE, "max_seq_tokens 2..16777216, block_size 1..1024");
+    int64_t need = ((int64_t)p->max_seq_tokens + p->block_size - 1) / p->block_size;
+    if (p->kv_bytes / block_bytes < need)
+        return hy_err_set(err, HY_E_RANGE, "KV memory of %lld bytes holds %lld blocks; one "
+                          "request of %d tokens needs %lld (%lld bytes each)",
+                          (long long)p->kv_bytes, (long long)(p->kv_bytes / block_bytes),
+                          p->max_seq_tokens, (long long)need, (long long)block_bytes);
+    return HY_OK;
+}
+
+hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
+                           const struct hy_engine_params *p, struct hy_err *err)
+{
+    *out = NULL;
+    const struct hy_config *cf = &m->cfg;
+    int64_t block_bytes = cf->num_hidden_layers * 2 * (int64_t)p->block_size *
+                          cf->num_key_value_heads * cf->head_dim * (int64_t)sizeof(float);
+    hy_status st = check_params(p, block_bytes, err);
+    if (st)
+        return st;
+    struct hy_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    e->m = m;
+    e->p = *p;
+    int64_t n_blocks = p->kv_bytes / block_bytes;
+    n_blocks = n_blocks > HY_KV_MAX_BLOCKS ? HY_KV_MAX_BLOCKS : n_blocks;
+    struct hy_sched_params sp = {p->max_queue, p->max_running, p->max_batch_tokens,
+                                 p->max_seq_tokens, (int)n_blocks, p->block_size};
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->wake, NULL);
+    st = hy_sched_create(&e->sched, &sp, err);
+    if (!st)
+        st = hy_kvstore_create(&e->kv, m, (int)n_blocks, p->block_size, err);
+    if (!st)
+        st = hy_scratch_create(&e->scr, m, p->max_batch_tokens, p->max_running, err);
+    if (!st)
+        st = hy_sampler_scratch_init(&e->ss, (int32_t)cf->vocab_size, err);
+    if (!st)
+        st = alloc_slots(e, err);
+    e->bseqs = calloc((size_t)p->max_running, sizeof *e->bseqs);
+    e->results = calloc((size_t)p->max_running, sizeof *e->results);
+    e->logits = malloc((size_t)p->max_running * (size_t)cf->vocab_size * sizeof(float));
+    if (!st && (!e->bseqs || !e->results || !e->logits))
+        st = hy_err_set(err, HY_E_NOMEM, "out of memory for the step buffers");
+    if (!st && pthread_create(&e->thread, NULL, engine_main, e) != 0)
+        st = hy_err_set(err, HY_E_NOMEM, "cannot start the engine thread");
+    if (st) {
+        hy_engine_destroy(e);
+        return st;
+    }
+    e->thread_started = true;
+    e->stats.kv_blocks_total = (int)n_blocks;
+    *out = e;
+    return HY_OK;
+}
+
+void hy_engine_destroy(struct hy_engine *e)
+{
+    if (!e)
+        return;
+    if (e->thread_started) {
+        pthread_mutex_lock(&e->mu);
+        e->stop = true;
+        pthread_cond_signal(&e->wake);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    for (int i = 0; e->slots && i < e->n_slots; i++) {
+        struct slot *s = &e->slots[i];
+        free(s->prompt);
+        free(s->out);
+        hy_sampler_deinit(&s->sampler);
+        if (s->prompt)
+            pthread_cond_destroy(&s->cv);
+    }
+    free(e->slots);
+    free(e->free_stack);
+    free(e->incoming);
+    free(e->bseqs);
+    free(e->results);
+    free(e->logits);
+    hy_sampler_scratch_deinit(&e->ss);
+    hy_scratch_destroy(e->scr, e->m);
+    hy_kvstore_destroy(e->kv);
+    hy_sched_destroy(e->sched);
+    pthread_cond_destroy(&e->wake);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+static hy_status check_request(const struct hy_engine *e, const struct hy_engine_request *r,
+                               struct hy_err *err)
+{
+    const int64_t V = e->m->cfg.vocab_size;
+    if (!r->prompt || r->n_prompt < 1 || r->max_new_tokens < 1)
+        return hy_err_set(err, HY_E_INVAL, "a request needs a prompt and max_new_tokens >= 1");
+    if ((int64_t)r->n_prompt + r->max_new_tokens > e->p.max_seq_tokens)
+        return hy_err_set(err, HY_E_RANGE, "prompt of %d tokens + %d new exceeds the %d-token "
+                          "limit per request", r->n_prompt, r->max_new_tokens,
+                          e->p.max_seq_tokens);
+    if (r->n_stop < 0 || r->n_stop > HY_ENGINE_MAX_STOP || r->timeout_s < 0)
+        return hy_err_set(err, HY_E_RANGE, "at most %d stop ids, and a timeout >= 0",
+                          HY_ENGINE_MAX_STOP);
+    for (int i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= V)
+            return hy_err_set(err, HY_E_RANGE, "prompt token %d is %d, outside the vocabulary",
+                              i, r->prompt[i]);
+    return hy_sampler_params_check(&r->sampling, err);
+}
+
+hy_status hy_engine_submit(struct hy_engine *e, const struct hy_engine_request *r,
+                           uint64_t *handle, struct hy_err *err)
+{
+    hy_status st = check_request(e, r, err);
+    if (st)
+        return st;
+    pthread_mutex_lock(&e->mu);
+    if (e->n_waiting >= e->p.max_queue || e->n_free == 0) {
+        e->stats.rejected++;
+        pthread_mutex_unlock(&e->mu);
+        return hy_err_set(err, HY_E_NOSPACE, "queue full: %d requests waiting", e->p.max_queue);
+    }
+    struct slot *s = &e->slots[e->free_stack[--e->n_free]];
+    memcpy(s->prompt, r->prompt, (size_t)r->n_prompt * sizeof *s->prompt);
+    s->req = *r;
+    s->req.prompt = s->prompt;
+    s->state = SLOT_INCOMING;
+    s->cancel_req = s->cancel_sent = s->released = false;
+    s->n_out = s->n_read = s->n_sampled = 0;
+    s->finish = HY_FINISH_NONE;
+    s->t_submit = hy_clock_now();
+    s->t_start = s->t_first = s->t_done = -1;
+    e->incoming[(e->in_head + e->n_in++) % e->n_slots] = (int)(s - e->slots);
+    e->n_waiting++;
+    e->stats.submitted++;
+    e->stats.tokens_prompt += r->n_prompt;
+    *handle = handle_of(e, s);
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->mu);
+    return HY_OK;
+}
+
+static void fill_status(const struct slot *s, struct hy_engine_status *st)
+{
+    st->done = s->state == SLOT_DONE;
+    st->finish = s->finish;
+    st->n_prompt = s->req.n_prompt;
+    st->n_generated = s->n_out;
+    st->queued_s = s->t_start >= 0 ? s->t_start - s->t_submit : -1;
+    st->first_token_s = s->t_first >= 0 ? s->t_first - s->t_submit : -1;
+    st->total_s = s->t_done >= 0 ? s->t_done - s->t_submit : -1;
+}
+
+int hy_engine_read(struct hy_engine *e, uint64_t handle, int32_t *ids, int cap, double timeout_s,
+                   struct hy_engine_status *st)
+{
+    pthread_mutex_lock(&e->mu);
+    struct slot *s = slot_of(e, handle);
+    if (s && s->n_read == s->n_out && s->state != SLOT_DONE && timeout_s != 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double t = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + (timeout_s > 0 ? timeout_s : 1e9);
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        while (s->n_read == s->n_out && s->state != SLOT_DONE)
+            if (pthread_cond_timedwait(&s->cv, &e->mu, &ts) != 0)
+                break;
+    }
+    int n = -1;
+    if (s) {
+        n = s->n_out - s->n_read < cap ? s->n_out - s->n_read : cap;
+        memcpy(ids, s->out + s->n_read, (size_t)(n > 0 ? n : 0) * sizeof *ids);
+        s->n_read += n;
+        if (st)
+            fill_status(s, st);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+hy_status hy_engine_cancel(struct hy_engine *e, uint64_t handle)
+{
+    pthread_mutex_lock(&e->mu);
+    struct slot *s = slot_of(e, handle);
+    hy_status st = s ? HY_OK : HY_E_NOTFOUND;
+    if (s && s->state != SLOT_DONE && !s->cancel_req) {
+        s->cancel_req = true;
+        if (s->state == SLOT_ACTIVE)
+            e->n_pending_cancel++;
+        pthread_cond_signal(&e->wake);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return st;
+}
+
+void hy_engine_release(struct hy_engine *e, uint64_t handle)
+{
+    pthread_mutex_lock(&e->mu);
+    struct slot *s = slot_of(e, handle);
+    if (s && s->state == SLOT_DONE) {
+        slot_free(e, s);
+    } else if (s) {
+        if (!s->cancel_req && s->state == SLOT_ACTIVE)
+            e->n_pending_cancel++;
+        s->cancel_req = true;
+        s->released = true; /* freed by slot_finish */
+        pthread_cond_signal(&e->wake);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out)
+{
+    pthread_mutex_lock(&e->mu);
+    *out = e->stats;
+    out->slots_in_use = e->n_slots - e->n_free;
+    pthread_mutex_unlock(&e->mu);
+}

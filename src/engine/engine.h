@@ -1,0 +1,93 @@
+/* engine.h: the engine thread: one thread owns the model, the paged KV pool and the
+ * scheduler, and runs continuous-batching steps for requests submitted from any thread.
+ * Memory is decided at hy_engine_create (KV pool from kv_bytes, request slots, token
+ * buffers, activation scratch); the step loop never allocates.
+ * Threads: every function may be called from any thread, except create/destroy (one owner;
+ * destroy only after every client has stopped calling). The engine thread sleeps on a
+ * condition variable when idle. Clients read a request's tokens as they come and decode
+ * them themselves (the engine never touches text).
+ * Errors: submit returns HY_E_NOSPACE at once when the queue is full (the server answers
+ * 429), HY_E_INVAL / HY_E_RANGE for a request that can never run; nothing is then queued. */
+#ifndef HY_ENGINE_ENGINE_H
+#define HY_ENGINE_ENGINE_H
+
+#include "engine/sampler.h"
+#include "engine/sched.h"
+#include "model/hunyuan.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HY_ENGINE_MAX_STOP 8
+
+struct hy_engine_params {
+    int max_running;      /* sequences decoded together (default 16) */
+    int max_queue;        /* requests waiting to start (default 256) */
+    int max_batch_tokens; /* tokens per step: prefill chunks + decodes (default 2048) */
+    int max_seq_tokens;   /* prompt + generated tokens of one request (default 4096) */
+    int block_size;       /* KV block size in tokens (default 16) */
+    int64_t kv_bytes;     /* KV pool size (default 1 GiB); at least one longest request */
+};
+
+/* Defaults as documented above. */
+struct hy_engine_params hy_engine_params_default(void);
+
+struct hy_engine_request {
+    const int32_t *prompt;             /* [n_prompt], copied */
+    int n_prompt;
+    int max_new_tokens;                /* >= 1 */
+    struct hy_sampler_params sampling; /* temperature 0: greedy */
+    double timeout_s;                  /* from submit; 0: none */
+    int32_t stop_ids[HY_ENGINE_MAX_STOP];
+    int n_stop;
+};
+
+/* A request's state as seen by its client. */
+struct hy_engine_status {
+    bool done;
+    enum hy_finish finish; /* when done */
+    int n_prompt;
+    int n_generated;       /* tokens generated so far (stop token included) */
+    double queued_s;       /* submit -> first step that ran it */
+    double first_token_s;  /* submit -> first generated token; < 0 until then */
+    double total_s;        /* submit -> done; < 0 until then */
+};
+
+struct hy_engine_stats {
+    int n_waiting, n_running;
+    int64_t steps, preemptions, submitted, rejected;
+    int64_t finished[HY_FINISH_COUNT];
+    int64_t tokens_prompt, tokens_generated, tokens_computed;
+    int kv_blocks_total, kv_blocks_used, kv_blocks_cached;
+    int64_t prefix_lookups, prefix_hits;
+    double last_step_s;
+    int64_t slots_in_use;
+};
+
+struct hy_engine;
+
+/* Starts the engine thread on model m (borrowed; must outlive the engine). */
+hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
+                           const struct hy_engine_params *p, struct hy_err *err);
+/* Stops the thread, drops every request and frees everything. Accepts NULL. */
+void hy_engine_destroy(struct hy_engine *e);
+
+/* Queues a request; *handle identifies it until hy_engine_release. */
+hy_status hy_engine_submit(struct hy_engine *e, const struct hy_engine_request *r,
+                           uint64_t *handle, struct hy_err *err);
+
+/* Copies up to cap tokens generated since the last read into ids and returns how many.
+ * When none is new and the request is not done, waits up to timeout_s (< 0: no limit).
+ * st (optional) receives the request's status. -1 for an unknown handle. */
+int hy_engine_read(struct hy_engine *e, uint64_t handle, int32_t *ids, int cap, double timeout_s,
+                   struct hy_engine_status *st);
+
+/* Asks the engine to stop the request (finish reason "cancelled"); its memory returns in
+ * the next step. HY_E_NOTFOUND for an unknown handle; HY_OK if it had already finished. */
+hy_status hy_engine_cancel(struct hy_engine *e, uint64_t handle);
+/* Gives the handle back (cancelling the request if it still runs). */
+void hy_engine_release(struct hy_engine *e, uint64_t handle);
+
+void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out);
+
+#endif
