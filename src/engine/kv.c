@@ -303,8 +303,8 @@ hy_status hy_kv_create(struct hy_kv **out, int n_blocks, int block_size, int max
     kv->ht_cap = 2;
     while (kv->ht_cap < 2 * (int64_t)n_blocks)
         kv->ht_cap *= 2;
-    /* All the pool's memory: per block ~ (48 + 4*block_size) bytes, 8 bytes per hash slot,
-     * 4 * max_blocks_per_seq bytes per sequence. Nothing is allocated after this. */
+    /* All the pool's memory: per block 52 + 4*block_size bytes plus 8-16 bytes of hash
+     * table, per sequence 12 + 4*max_blocks_per_seq bytes. Nothing is allocated after this. */
     size_t size = layout(kv, NULL);
     kv->arena = calloc(1, size);
     if (!kv->arena) {

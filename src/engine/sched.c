@@ -256,6 +256,7 @@ static void finish(struct hy_sched *s, struct req *r, enum hy_finish reason)
     } else {
         list_remove(s, &s->waiting, i);
     }
+    HY_ASSERT(s->n_done < s->n_slots); /* each live request ends at most once per step */
     s->done[s->n_done++] = (struct hy_sched_done){
         .id = r->id,
         .user = r->user,
