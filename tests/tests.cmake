@@ -18,3 +18,8 @@ endforeach()
 add_test(NAME cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/cli_test.sh
   ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(cli_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# The engine allocates nothing in steady state: malloc/calloc/realloc/free are wrapped.
+hy_add_test(noalloc_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/engine/noalloc_test.c)
+target_link_options(noalloc_test PRIVATE
+  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free)
