@@ -17,6 +17,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The engine thread's loop:
+ *     hy_sched_step(s, hy_clock_now(), &b);
+ *     if (b.n_items > 0) {
+ *         forward over b.tokens: item i runs its n_tokens at pos.. through its block table and
+ *             yields logits for its last token when items[i].sample;
+ *         results[i] = {sampled token, STOP if it is a stop token else NONE} (ERROR on failure);
+ *         hy_sched_commit(s, results);
+ *     }
+ *     emit one event per hy_sched_done() entry (finish reason, usage);
+ *     sleep when nothing is waiting or running. */
+
 enum hy_finish {
     HY_FINISH_NONE = 0,  /* still running */
     HY_FINISH_STOP,      /* the model produced a stop token (the caller says so) */
