@@ -141,3 +141,28 @@ int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int ca
         cli_fail(cmd, "--ids: no ids given");
     return n ? n : -1;
 }
+
+int64_t cli_parse_size(const struct cli_cmd *cmd, const char *flag, const char *s, int64_t lo,
+                       int64_t hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b' || (*end == 'i' && end[1] == 'B'))
+        end += *end == 'i' ? 2 : 1;
+    double bytes = v * mul;
+    if (errno || end == s || *end || !isfinite(bytes) || bytes < (double)lo || bytes > (double)hi) {
+        cli_fail(cmd, "%s: expected a size like 512M or 2G between %lld and %lld bytes, got '%s'",
+                 flag, (long long)lo, (long long)hi, s);
+        return -1;
+    }
+    return (int64_t)bytes;
+}

@@ -34,6 +34,11 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *
 /* Prints "hymt CMD: message" to stderr; returns CLI_ERR for `return cli_fail(...)`. */
 int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Parses a byte size: a number with an optional K, M, G or T suffix (powers of 1024),
+ * e.g. "512M", "1.5G". -1 with a message naming `flag` on error or outside [lo, hi]. */
+int64_t cli_parse_size(const struct cli_cmd *cmd, const char *flag, const char *s, int64_t lo,
+                       int64_t hi);
+
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);
 

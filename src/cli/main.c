@@ -17,6 +17,7 @@ static const char usage[] =
     "  make-test-model  write a checkpoint with random weights (tests, benchmarks)\n"
     "  tokenize         text to token ids (or --decode: ids to text)\n"
     "  translate        translate files or stdin into another language\n"
+    "  bench            measure engine throughput on random prompts\n"
     "\n"
     "options:\n"
     "  -h, --help       this text; 'hymt COMMAND --help' for a command's options\n"
@@ -38,6 +39,7 @@ static const struct command commands[] = {
     {"make-test-model", cmd_make_test_model},
     {"tokenize", cmd_tokenize},
     {"translate", cmd_translate},
+    {"bench", cmd_bench},
 };
 
 int main(int argc, char **argv)

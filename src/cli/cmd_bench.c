@@ -1,0 +1,177 @@
+/* cmd_bench.c: `hymt bench`: engine throughput on random prompts (time to first token,
+ * decode tokens/s per sequence and in total, step time) for several batch sizes. */
+#include "backend/cpu/cpu.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_MAX_BATCHES 16
+#define BENCH_MAX_BATCH 4096
+
+static const struct cli_cmd cmd = {
+    "bench",
+    "usage: hymt bench -m MODEL [options]\n"
+    "\n"
+    "Runs batches of concurrent requests with random prompts through the engine and prints\n"
+    "a table: time to first token, decode tokens/s per sequence and in total, step time.\n"
+    "Greedy decoding, no stop tokens, no shared prefixes.\n"
+    "\n"
+    "  -m, --model DIR          checkpoint folder\n"
+    "  --batch LIST             concurrent requests per run, comma-separated (default 1,8,32)\n"
+    "  --prompt-len N           prompt tokens per request (default 64)\n"
+    "  --gen-len N              generated tokens per request (default 64)\n"
+    "  --max-batch-tokens N     tokens per engine step (default 2048)\n"
+    "  --kv-memory SIZE         KV pool size, e.g. 2G (default: enough for the largest batch)\n"
+    "  -t, --threads N          CPU threads (default: all online CPUs)\n"
+    "  --device NAME            cpu (default)\n"
+    "  -h, --help               this text\n",
+};
+
+struct bench_opts {
+    const char *model, *batches, *device, *kv;
+    int64_t prompt_len, gen_len, mbt, threads;
+};
+
+struct row {
+    int batch;
+    double ttft_ms, per_seq, total, step_ms, wall_s;
+};
+
+static int run_batch(struct hy_model *m, const struct bench_opts *o, int B, struct row *out)
+{
+    struct hy_engine_params p = hy_engine_params_default();
+    p.max_running = B;
+    p.max_queue = B;
+    p.max_batch_tokens = (int)(o->mbt > B ? o->mbt : B);
+    p.max_seq_tokens = (int)(o->prompt_len + o->gen_len);
+    const struct hy_config *cf = &m->cfg;
+    int64_t per_tok = cf->num_hidden_layers * 2 * cf->num_key_value_heads * cf->head_dim * 4;
+    p.kv_bytes = o->kv ? cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)
+                       : per_tok * (p.max_seq_tokens + p.block_size) * (int64_t)B;
+    struct hy_engine *e = NULL;
+    struct hy_err err = {{0}};
+    if (p.kv_bytes < 0 || hy_engine_create(&e, m, &p, &err)) {
+        fprintf(stderr, "hymt bench: %s\n", err.msg);
+        return 1;
+    }
+    uint64_t *h = calloc((size_t)B, sizeof *h);
+    int32_t *prompt = malloc((size_t)o->prompt_len * sizeof *prompt), ids[256];
+    uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)B;
+    double t0 = hy_clock_now(), ttft = 0, per_seq = 0;
+    int64_t tokens = 0;
+    struct hy_engine_stats s0, s1;
+    hy_engine_stats(e, &s0);
+    for (int i = 0; i < B && h && prompt; i++) {
+        for (int j = 0; j < o->prompt_len; j++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            prompt[j] = (int32_t)((rng >> 33) % (uint64_t)cf->vocab_size);
+        }
+        struct hy_engine_request r = {.prompt = prompt, .n_prompt = (int)o->prompt_len,
+                                      .max_new_tokens = (int)o->gen_len};
+        r.sampling = (struct hy_sampler_params){0, 0, 1.0f, 1.0f, 0};
+        if (hy_engine_submit(e, &r, &h[i], &err)) {
+            fprintf(stderr, "hymt bench: %s\n", err.msg);
+            B = i;
+        }
+    }
+    for (int i = 0; i < B; i++) {
+        struct hy_engine_status st = {0};
+        int k;
+        while ((k = hy_engine_read(e, h[i], ids, 256, -1, &st)) >= 0 && (k > 0 || !st.done))
+            tokens += k;
+        ttft += st.first_token_s;
+        per_seq += st.n_generated > 1 ? (st.n_generated - 1) / (st.total_s - st.first_token_s) : 0;
+        hy_engine_release(e, h[i]);
+    }
+    double wall = hy_clock_now() - t0;
+    hy_engine_stats(e, &s1);
+    *out = (struct row){B, 1e3 * ttft / B, per_seq / B, (double)tokens / wall,
+                        1e3 * wall / (double)(s1.steps - s0.steps > 0 ? s1.steps - s0.steps : 1),
+                        wall};
+    free(h);
+    free(prompt);
+    hy_engine_destroy(e);
+    return 0;
+}
+
+static int parse_batches(const char *s, int *out)
+{
+    int n = 0;
+    while (*s && n < BENCH_MAX_BATCHES) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > BENCH_MAX_BATCH || (*end && *end != ','))
+            return -1;
+        out[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return *s ? -1 : n;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    struct bench_opts o = {.batches = "1,8,32", .device = "cpu", .prompt_len = 64, .gen_len = 64,
+                           .mbt = 2048};
+    struct cli_opt opts[] = {
+        {"m|model", CLI_STR, &o.model, 0, 0, false},
+        {"batch", CLI_STR, &o.batches, 0, 0, false},
+        {"prompt-len", CLI_INT, &o.prompt_len, 1, 1 << 20, false},
+        {"gen-len", CLI_INT, &o.gen_len, 1, 1 << 20, false},
+        {"max-batch-tokens", CLI_INT, &o.mbt, 1, 1 << 20, false},
+        {"kv-memory", CLI_STR, &o.kv, 0, 0, false},
+        {"t|threads", CLI_INT, &o.threads, 1, 256, false},
+        {"device", CLI_STR, &o.device, 0, 0, false},
+    };
+    const char *pos[1];
+    int n_pos, batches[BENCH_MAX_BATCHES];
+    int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 0, &n_pos);
+    if (r)
+        return r == CLI_HELP ? 0 : 2;
+    if (!o.model)
+        return cli_fail(&cmd, "-m MODEL is required");
+    if (strcmp(o.device, "cpu"))
+        return cli_fail(&cmd, "--device: '%s' is not available in this build (cpu)", o.device);
+    int nb = parse_batches(o.batches, batches);
+    if (nb <= 0)
+        return cli_fail(&cmd, "--batch: expected up to %d comma-separated sizes 1..%d, got '%s'",
+                        BENCH_MAX_BATCHES, BENCH_MAX_BATCH, o.batches);
+    if (o.kv && cli_parse_size(&cmd, "--kv-memory", o.kv, 1, INT64_MAX) < 0)
+        return 2;
+    struct hy_err err = {{0}};
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    double t0 = hy_clock_now();
+    hy_status st = hy_cpu_backend_create(&be, (int)o.threads, &err);
+    if (!st)
+        st = hy_model_load(&m, o.model, be, &err);
+    if (st) {
+        fprintf(stderr, "hymt bench: %s\n", err.msg);
+        if (be)
+            be->i->destroy(be);
+        return 1;
+    }
+    printf("model %s: %lld layers, hidden %lld, vocab %lld; cpu, %d threads; load %.2f s\n",
+           o.model, (long long)m->cfg.num_hidden_layers, (long long)m->cfg.hidden_size,
+           (long long)m->cfg.vocab_size, hy_cpu_backend_threads(be), hy_clock_now() - t0);
+    printf("prompt %lld tokens, generate %lld tokens, greedy\n", (long long)o.prompt_len,
+           (long long)o.gen_len);
+    printf("| batch | TTFT ms (mean) | decode tok/s per seq | total gen tok/s | step ms | wall s |\n");
+    printf("|---|---|---|---|---|---|\n");
+    int rc = 0;
+    for (int i = 0; i < nb && !rc; i++) {
+        struct row w;
+        rc = run_batch(m, &o, batches[i], &w);
+        if (!rc)
+            printf("| %d | %.1f | %.2f | %.2f | %.1f | %.2f |\n", w.batch, w.ttft_ms, w.per_seq,
+                   w.total, w.step_ms, w.wall_s);
+        fflush(stdout);
+    }
+    hy_model_destroy(m);
+    be->i->destroy(be);
+    return rc;
+}
