@@ -171,7 +171,7 @@ static hy_status parse_entry(const json_t *e, size_t i, struct added_json *a, st
         st = hy_json_get_bool(e, flag_names[f], true, &a->flag[f], err);
     if (st)
         hy_err_prefix(err, "added_tokens[%zu] (\"%.40s\")", i, a->content);
-    return st;
+    return hy_tok_format_status(st);
 }
 
 static hy_status grow_added(struct hy_tok *t, int32_t *cap)

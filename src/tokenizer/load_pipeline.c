@@ -86,7 +86,7 @@ static hy_status byte_level(struct hy_tok *t, const json_t *j, struct hy_err *er
         st = hy_json_get_bool(j, "use_regex", false, &use_regex, err);
     if (st) {
         hy_err_prefix(err, "pre_tokenizer ByteLevel");
-        return st;
+        return hy_tok_format_status(st);
     }
     if (use_regex && !t->bytelevel_re &&
         (st = hy_tok_regex_compile(&t->bytelevel_re, gpt2_regex, strlen(gpt2_regex),
@@ -136,7 +136,7 @@ static hy_status split(struct hy_tok *t, const json_t *j, struct hy_err *err)
         hy_err_prefix(err, "pre_tokenizer Split");
     struct hy_tok_stage *s = NULL;
     if (st || (st = add_stage(t, &s, err)))
-        return st;
+        return hy_tok_format_status(st);
     s->kind = TOK_STAGE_SPLIT;
     s->behavior = beh;
     s->invert = invert;

@@ -211,6 +211,11 @@ int hy_tok_finditer_next(struct hy_tok_finditer *it, size_t *start, size_t *end,
 bool hy_tok_regex_is_word(OnigRegex word_re, const char *s, size_t n);
 
 /* ---- loading helpers (load_pipeline.c, decode.c) ---- */
+/* A required field that is missing is a malformed file: HY_E_FORMAT, not HY_E_NOTFOUND. */
+static inline hy_status hy_tok_format_status(hy_status st)
+{
+    return st == HY_E_NOTFOUND ? HY_E_FORMAT : st;
+}
 hy_status hy_tok_load_normalizer(struct hy_tok *t, const json_t *j, struct hy_err *err);
 hy_status hy_tok_load_pre_tokenizer(struct hy_tok *t, const json_t *j, struct hy_err *err);
 hy_status hy_tok_load_decoder(const json_t *j, struct hy_err *err);
