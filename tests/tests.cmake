@@ -62,3 +62,6 @@ foreach(name hy7b-tiny hydense-tiny qwen3 llama3)
     endif()
   endforeach()
 endforeach()
+add_test(NAME tok_cli_test COMMAND sh ${HYMT_TOK_DIR}/tokenize_cli_test.sh $<TARGET_FILE:hymt>
+  ${CMAKE_SOURCE_DIR})
+set_tests_properties(tok_cli_test PROPERTIES LABELS unit TIMEOUT 300)

@@ -160,7 +160,8 @@ static int print_ids(const int32_t *ids, size_t n)
     return 0;
 }
 
-static int do_encode(const struct hy_tok *tok, const struct tok_opts *o, char *in, size_t len)
+static int do_encode(const struct hy_tok *tok, const struct tok_opts *o, char *in, size_t len,
+                     double load_s)
 {
     size_t bad = hy_utf8_validate(in, len);
     char *fixed = NULL;
@@ -196,8 +197,10 @@ static int do_encode(const struct hy_tok *tok, const struct tok_opts *o, char *i
     else
         rc = print_ids(ids, n);
     if (!s)
-        HY_LOGI("encoded %zu bytes into %zu tokens in %.1f ms (%.2f MB/s, %.2f bytes/token)", len,
-                n, (t1 - t0) * 1e3, len / (t1 - t0) / 1e6, n ? (double)len / n : 0.0);
+        HY_LOGI("tokenizer loaded in %.1f ms; encoded %zu bytes into %zu tokens in %.1f ms "
+                "(%.2f MB/s, %.2f bytes/token)",
+                load_s * 1e3, len, n, (t1 - t0) * 1e3, len / (t1 - t0) / 1e6,
+                n ? (double)len / n : 0.0);
     free(ids);
     free(fixed);
     return rc;
@@ -232,13 +235,12 @@ int cmd_tokenize(int argc, char **argv)
         fprintf(stderr, "hymt tokenize: %s\n", err.msg);
         return 1;
     }
-    HY_LOGI("tokenizer loaded in %.1f ms (%d ids)", (hy_clock_now() - t0) * 1e3,
-            hy_tok_vocab_size(tok));
+    double load_s = hy_clock_now() - t0;
     char *in = NULL;
     size_t len = 0;
     int rc = read_stdin(&in, &len);
     if (!rc)
-        rc = o.decode ? do_decode(tok, &o, in) : do_encode(tok, &o, in, len);
+        rc = o.decode ? do_decode(tok, &o, in) : do_encode(tok, &o, in, len, load_s);
     free(in);
     hy_tok_destroy(tok);
     return rc;
