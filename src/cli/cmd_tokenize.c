@@ -92,8 +92,9 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n)
         long x = strtol(p, &end, 10);
         if (errno || end == p || x < 0 || x > INT32_MAX ||
             (*end && !isspace((unsigned char)*end) && *end != ',')) {
-            fprintf(stderr, "hymt tokenize: --decode: id %zu is not a non-negative integer: "
-                            "'%.20s'\n",
+            fprintf(stderr,
+                    "hymt tokenize: --decode: id %zu is not a non-negative integer: "
+                    "'%.20s'\n",
                     k + 1, p);
             free(v);
             return 2;
@@ -166,8 +167,9 @@ static int do_encode(const struct hy_tok *tok, const struct tok_opts *o, char *i
     size_t bad = hy_utf8_validate(in, len);
     char *fixed = NULL;
     if (bad != len && !o->replace_invalid) {
-        fprintf(stderr, "hymt tokenize: invalid UTF-8 at byte offset %zu (use "
-                        "--replace-invalid to replace it by U+FFFD)\n",
+        fprintf(stderr,
+                "hymt tokenize: invalid UTF-8 at byte offset %zu (use "
+                "--replace-invalid to replace it by U+FFFD)\n",
                 bad);
         return 1;
     }

@@ -15,25 +15,27 @@ static void check_validate(void)
     } cases[] = {
         {"", 0, 0},
         {"hello", 5, 5},
-        {"\xC3\xA9", 2, 2},             /* é */
-        {"\xE4\xB8\xAD", 3, 3},         /* 中 */
-        {"\xF0\x9F\x98\x80", 4, 4},     /* U+1F600 */
-        {"\xF4\x8F\xBF\xBF", 4, 4},     /* U+10FFFF */
-        {"\xEF\xBF\xBD", 3, 3},         /* U+FFFD */
-        {"a\x00" "b", 3, 3},            /* NUL is valid */
-        {"\xC0\x80", 2, 0},             /* overlong NUL */
-        {"\xC1\xBF", 2, 0},             /* overlong */
-        {"\xE0\x80\x80", 3, 0},         /* overlong */
-        {"\xE0\x9F\xBF", 3, 0},         /* overlong */
-        {"\xF0\x8F\xBF\xBF", 4, 0},     /* overlong */
-        {"\xED\xA0\x80", 3, 0},         /* surrogate D800 */
-        {"\xED\xBF\xBF", 3, 0},         /* surrogate DFFF */
-        {"\xF4\x90\x80\x80", 4, 0},     /* > U+10FFFF */
+        {"\xC3\xA9", 2, 2},         /* é */
+        {"\xE4\xB8\xAD", 3, 3},     /* 中 */
+        {"\xF0\x9F\x98\x80", 4, 4}, /* U+1F600 */
+        {"\xF4\x8F\xBF\xBF", 4, 4}, /* U+10FFFF */
+        {"\xEF\xBF\xBD", 3, 3},     /* U+FFFD */
+        {"a\x00"
+         "b",
+         3, 3},                     /* NUL is valid */
+        {"\xC0\x80", 2, 0},         /* overlong NUL */
+        {"\xC1\xBF", 2, 0},         /* overlong */
+        {"\xE0\x80\x80", 3, 0},     /* overlong */
+        {"\xE0\x9F\xBF", 3, 0},     /* overlong */
+        {"\xF0\x8F\xBF\xBF", 4, 0}, /* overlong */
+        {"\xED\xA0\x80", 3, 0},     /* surrogate D800 */
+        {"\xED\xBF\xBF", 3, 0},     /* surrogate DFFF */
+        {"\xF4\x90\x80\x80", 4, 0}, /* > U+10FFFF */
         {"\xF5\x80\x80\x80", 4, 0},
         {"\xFF", 1, 0},
-        {"abc\x80", 4, 3},              /* stray continuation */
-        {"ab\xE4\xB8", 4, 2},           /* truncated */
-        {"12345678\xC3", 9, 8},         /* after the 8-byte ASCII fast path */
+        {"abc\x80", 4, 3},      /* stray continuation */
+        {"ab\xE4\xB8", 4, 2},   /* truncated */
+        {"12345678\xC3", 9, 8}, /* after the 8-byte ASCII fast path */
         {"1234567\xC3\xA9xyz", 12, 12},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -55,20 +57,27 @@ static void check_repair(void)
     } cases[] = {
         {"\xE0\x80", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},
         {"\xE2\x82", 2, "\xEF\xBF\xBD"},
-        {"\xE2\x82" "A", 3, "\xEF\xBF\xBD" "A"},
+        {"\xE2\x82"
+         "A",
+         3,
+         "\xEF\xBF\xBD"
+         "A"},
         {"\xED\xA0\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
         {"\xF4\x90\x80\x80", 4, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
         {"\xF0\x9F\x98", 3, "\xEF\xBF\xBD"},
         {"\xC0\xAF", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},
-        {"a\x80" "b", 3, "a\xEF\xBF\xBD" "b"},
+        {"a\x80"
+         "b",
+         3,
+         "a\xEF\xBF\xBD"
+         "b"},
         {"\xF1\x80\x80\xE1\x80\xC2", 6, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
         {"\xF0\x9F\x98\x80\xFF", 5, "\xF0\x9F\x98\x80\xEF\xBF\xBD"},
     };
     char out[64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = hy_utf8_repair(cases[i].in, cases[i].n, out);
-        CHECKF(n == strlen(cases[i].want) && !memcmp(out, cases[i].want, n), "repair case %zu",
-               i);
+        CHECKF(n == strlen(cases[i].want) && !memcmp(out, cases[i].want, n), "repair case %zu", i);
     }
 }
 
@@ -77,10 +86,10 @@ static void check_tail(void)
     CHECK(hy_utf8_incomplete_tail("ab", 2) == 0);
     CHECK(hy_utf8_incomplete_tail("a\xE2", 2) == 1);
     CHECK(hy_utf8_incomplete_tail("a\xE2\x82", 3) == 2);
-    CHECK(hy_utf8_incomplete_tail("a\xE2\x82\xAC", 4) == 0);     /* complete */
+    CHECK(hy_utf8_incomplete_tail("a\xE2\x82\xAC", 4) == 0); /* complete */
     CHECK(hy_utf8_incomplete_tail("\xF0\x9F\x98", 3) == 3);
-    CHECK(hy_utf8_incomplete_tail("\xE0\x80", 2) == 0);          /* already invalid */
-    CHECK(hy_utf8_incomplete_tail("\xE2\x82\xAC\x82", 4) == 0);  /* stray continuation */
+    CHECK(hy_utf8_incomplete_tail("\xE0\x80", 2) == 0);         /* already invalid */
+    CHECK(hy_utf8_incomplete_tail("\xE2\x82\xAC\x82", 4) == 0); /* stray continuation */
     CHECK(hy_utf8_incomplete_tail("\xFF", 1) == 0);
     CHECK(hy_utf8_incomplete_tail("", 0) == 0);
 }

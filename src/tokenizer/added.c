@@ -106,14 +106,13 @@ static int32_t trie_find(const struct hy_tok_trie *t, const char *s, size_t n, s
 static bool keep_single_word(const struct hy_tok *t, const char *s, size_t n, size_t a, size_t b)
 {
     bool start_space = a == 0 || !hy_tok_regex_is_word(t->word_re, s + char_start_before(s, a),
-                                                        a - char_start_before(s, a));
+                                                       a - char_start_before(s, a));
     bool stop_space = b == n || !hy_tok_regex_is_word(t->word_re, s + b, n - b);
     return start_space && stop_space;
 }
 
-hy_status hy_tok_split_added(const struct hy_tok *t, const struct hy_tok_trie *trie,
-                             const char *s, size_t n, bool allow_special, hy_tok_piece_fn piece,
-                             void *ctx)
+hy_status hy_tok_split_added(const struct hy_tok *t, const struct hy_tok_trie *trie, const char *s,
+                             size_t n, bool allow_special, hy_tok_piece_fn piece, void *ctx)
 {
     size_t start_offset = 0, pos = 0, ms, me;
     int32_t k;
@@ -162,8 +161,7 @@ static hy_status parse_entry(const json_t *e, size_t i, struct added_json *a, st
                           hy_json_type_name(e));
     const json_t *c = json_object_get(e, "content");
     if (!json_is_string(c))
-        return hy_err_set(err, HY_E_FORMAT, "added_tokens[%zu]: \"content\" must be a string",
-                          i);
+        return hy_err_set(err, HY_E_FORMAT, "added_tokens[%zu]: \"content\" must be a string", i);
     a->content = json_string_value(c);
     a->len = json_string_length(c);
     hy_status st = hy_json_get_int(e, "id", true, 0, UINT32_MAX, &a->json_id, err);
@@ -221,7 +219,8 @@ static hy_status add_one(struct hy_tok *t, const struct added_json *a, int32_t *
     }
     if (id != a->json_id)
         HY_LOGW("tokenizer: added token '%.40s' was expected to have id %lld but gets id %d "
-                "(as in HF tokenizers)", a->content, (long long)a->json_id, id);
+                "(as in HF tokenizers)",
+                a->content, (long long)a->json_id, id);
     if (idx < 0) {
         if (grow_added(t, cap))
             return hy_err_set(err, HY_E_NOMEM, "added_tokens: out of memory");
@@ -232,9 +231,12 @@ static hy_status add_one(struct hy_tok *t, const struct added_json *a, int32_t *
     }
     struct hy_tok_added *d = &t->added[idx];
     bool was_special = existed && d->special; /* HF's special set only grows */
-    *d = (struct hy_tok_added){.id = id, .special = a->flag[0] || was_special,
-                               .single_word = a->flag[1], .lstrip = a->flag[2],
-                               .rstrip = a->flag[3], .normalized = a->flag[4]};
+    *d = (struct hy_tok_added){.id = id,
+                               .special = a->flag[0] || was_special,
+                               .single_word = a->flag[1],
+                               .lstrip = a->flag[2],
+                               .rstrip = a->flag[3],
+                               .normalized = a->flag[4]};
     if (pool_add(&t->added_pool, pool_len, pool_cap, a->content, a->len, &d->off))
         return hy_err_set(err, HY_E_NOMEM, "added_tokens: out of memory");
     d->len = (uint32_t)a->len;

@@ -138,8 +138,7 @@ static void push_pair(const struct hy_tok *t, struct hy_tok_bpe_scratch *sc, siz
     const struct hy_tok_bpe_sym *a = &sc->sym[pos];
     uint32_t rank;
     int32_t new_id;
-    if (a->next >= 0 && hy_tok_pairmap_get(&t->merges, a->id, sc->sym[a->next].id, &rank,
-                                           &new_id))
+    if (a->next >= 0 && hy_tok_pairmap_get(&t->merges, a->id, sc->sym[a->next].id, &rank, &new_id))
         heap_push(sc->heap, nh, (struct hy_tok_bpe_item){rank, (uint32_t)pos, new_id});
 }
 
@@ -173,8 +172,8 @@ static void merge_all(const struct hy_tok *t, struct hy_tok_bpe_scratch *sc, int
     }
 }
 
-hy_status hy_tok_bpe(const struct hy_tok *t, const char *s, size_t n,
-                     struct hy_tok_bpe_scratch *sc, struct hy_tok_sink *out, struct hy_err *err)
+hy_status hy_tok_bpe(const struct hy_tok *t, const char *s, size_t n, struct hy_tok_bpe_scratch *sc,
+                     struct hy_tok_sink *out, struct hy_err *err)
 {
     if (t->ignore_merges) {
         int32_t id = hy_tok_strmap_get(&t->vocab, s, n);

@@ -168,8 +168,9 @@ hy_status hy_tok_decode(const struct hy_tok *t, const int32_t *ids, size_t n, bo
     size_t raw_len = 0;
     for (size_t i = 0; i < n; i++) {
         if (!id_ok(t, ids[i]))
-            return hy_err_set(err, HY_E_RANGE, "token id %d (position %zu) is not in the "
-                                               "vocabulary",
+            return hy_err_set(err, HY_E_RANGE,
+                              "token id %d (position %zu) is not in the "
+                              "vocabulary",
                               ids[i], i);
         raw_len += t->dec_len[ids[i]];
     }
@@ -190,8 +191,8 @@ hy_status hy_tok_decode(const struct hy_tok *t, const int32_t *ids, size_t n, bo
     *n_out = m;
     hy_status st = HY_OK;
     if (m > cap)
-        st = hy_err_set(err, HY_E_NOSPACE, "decode: output needs %zu bytes, buffer has %zu", m,
-                        cap);
+        st =
+            hy_err_set(err, HY_E_NOSPACE, "decode: output needs %zu bytes, buffer has %zu", m, cap);
     else
         memcpy(out, fixed, m);
     free(raw);

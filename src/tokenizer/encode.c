@@ -138,12 +138,8 @@ static hy_status element(struct grouper *g, size_t a, size_t b, bool is_match)
 {
     hy_status st = HY_OK;
     switch (g->beh) {
-    case TOK_ISOLATED:
-        st = emit(g, a, b);
-        break;
-    case TOK_REMOVED:
-        st = is_match ? HY_OK : emit(g, a, b);
-        break;
+    case TOK_ISOLATED: st = emit(g, a, b); break;
+    case TOK_REMOVED: st = is_match ? HY_OK : emit(g, a, b); break;
     case TOK_CONTIGUOUS:
         if (g->have && is_match == g->prev_match)
             g->b = b;
@@ -297,8 +293,8 @@ static hy_status raw_piece(void *ctx, int32_t id, const char *s, size_t n)
             n = nn;
         }
     }
-    hy_status st = hy_tok_split_added(e->tok, &e->tok->trie_norm, s, n, e->allow_special,
-                                      normalized_piece, e);
+    hy_status st =
+        hy_tok_split_added(e->tok, &e->tok->trie_norm, s, n, e->allow_special, normalized_piece, e);
     free(norm);
     return st;
 }

@@ -32,8 +32,9 @@ static hy_status empty_or_null(const json_t *m, const char *key, struct hy_err *
     if (!json_is_string(v))
         return hy_err_set(err, HY_E_FORMAT, "model.%s: expected a string, got %s", key,
                           hy_json_type_name(v));
-    return hy_err_set(err, HY_E_UNSUPPORTED, "model.%s \"%s\" is not supported (only null or "
-                                             "\"\")",
+    return hy_err_set(err, HY_E_UNSUPPORTED,
+                      "model.%s \"%s\" is not supported (only null or "
+                      "\"\")",
                       key, json_string_value(v));
 }
 
@@ -79,8 +80,8 @@ static hy_status load_vocab(struct hy_tok *t, const json_t *v, struct hy_err *er
             return hy_err_set(err, HY_E_FORMAT,
                               "model.vocab[\"%.40s\"]: id must be an integer in [0, %d)", key,
                               TOK_MAX_ID);
-        hy_status st = hy_tok_strmap_put(&t->vocab, key, strlen(key),
-                                         (int32_t)json_integer_value(val), NULL);
+        hy_status st =
+            hy_tok_strmap_put(&t->vocab, key, strlen(key), (int32_t)json_integer_value(val), NULL);
         if (st)
             return hy_err_set(err, st, "model.vocab: out of memory");
     }

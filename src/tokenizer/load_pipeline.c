@@ -47,12 +47,12 @@ static hy_status normalizer(struct hy_tok *t, const json_t *j, int depth, struct
     }
     if (strcmp(ty, "Sequence"))
         return hy_err_set(err, HY_E_UNSUPPORTED,
-                          "normalizer type \"%s\" is not supported (supported: NFC, Sequence)",
-                          ty);
+                          "normalizer type \"%s\" is not supported (supported: NFC, Sequence)", ty);
     const json_t *list = json_object_get(j, "normalizers");
     if (!json_is_array(list))
-        return hy_err_set(err, HY_E_FORMAT, "normalizer Sequence: \"normalizers\" must be an "
-                                            "array");
+        return hy_err_set(err, HY_E_FORMAT,
+                          "normalizer Sequence: \"normalizers\" must be an "
+                          "array");
     if (depth >= MAX_NESTING)
         return hy_err_set(err, HY_E_UNSUPPORTED, "normalizer: Sequences nested too deeply");
     for (size_t i = 0; i < json_array_size(list); i++)
@@ -126,8 +126,9 @@ static hy_status split(struct hy_tok *t, const json_t *j, struct hy_err *err)
     const json_t *re = json_object_get(pat, "Regex"), *str = json_object_get(pat, "String");
     if (!json_is_object(pat) || json_object_size(pat) != 1 ||
         !(json_is_string(re) || json_is_string(str)))
-        return hy_err_set(err, HY_E_FORMAT, "pre_tokenizer Split: \"pattern\" must be "
-                                            "{\"Regex\": \"...\"} or {\"String\": \"...\"}");
+        return hy_err_set(err, HY_E_FORMAT,
+                          "pre_tokenizer Split: \"pattern\" must be "
+                          "{\"Regex\": \"...\"} or {\"String\": \"...\"}");
     bool invert = false;
     enum hy_tok_behavior beh = TOK_ISOLATED;
     const json_t *b = json_object_get(j, "behavior");
@@ -195,8 +196,9 @@ static hy_status decoder(const json_t *j, int depth, struct hy_err *err)
                           ty);
     const json_t *list = json_object_get(j, "decoders");
     if (!json_is_array(list) || json_array_size(list) == 0)
-        return hy_err_set(err, HY_E_FORMAT, "decoder Sequence: \"decoders\" must be a non-empty "
-                                            "array");
+        return hy_err_set(err, HY_E_FORMAT,
+                          "decoder Sequence: \"decoders\" must be a non-empty "
+                          "array");
     if (depth >= MAX_NESTING)
         return hy_err_set(err, HY_E_UNSUPPORTED, "decoder: Sequences nested too deeply");
     /* A second ByteLevel would map the first one's output again (a decoded string made

@@ -75,8 +75,7 @@ void hy_tok_regex_free(OnigRegex re)
         onig_free(re);
 }
 
-int hy_tok_finditer_next(struct hy_tok_finditer *it, size_t *start, size_t *end,
-                         struct hy_err *err)
+int hy_tok_finditer_next(struct hy_tok_finditer *it, size_t *start, size_t *end, struct hy_err *err)
 {
     const OnigUChar *s = it->s, *e = it->s + it->n;
     for (;;) {
@@ -95,9 +94,8 @@ int hy_tok_finditer_next(struct hy_tok_finditer *it, size_t *start, size_t *end,
         size_t ms = (size_t)it->region->beg[0], me = (size_t)it->region->end[0];
         if (ms == me && it->last_match_end == (int64_t)me) {
             /* one character on: the text is valid UTF-8; past the end counts 1 */
-            int len = it->last_end < it->n ? hy_utf8_seq_len(s + it->last_end,
-                                                              it->n - it->last_end)
-                                           : 1;
+            int len =
+                it->last_end < it->n ? hy_utf8_seq_len(s + it->last_end, it->n - it->last_end) : 1;
             it->last_end += len > 0 ? (size_t)len : 1;
             continue;
         }

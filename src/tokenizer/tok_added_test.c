@@ -10,22 +10,21 @@
 static const char *const extra[] = {"he", "ll", "llo", "ĠĠ", NULL}; /* 256..259 */
 static const char *const merges[] = {"h e", "l l", "ll o", "Ġ Ġ", NULL};
 
-#define ADDED(id, content, special, lstrip, rstrip, single, normalized)                       \
-    "{\"id\": " #id ", \"content\": \"" content "\", \"single_word\": " #single               \
-    ", \"lstrip\": " #lstrip ", \"rstrip\": " #rstrip ", \"normalized\": " #normalized       \
+#define ADDED(id, content, special, lstrip, rstrip, single, normalized)                            \
+    "{\"id\": " #id ", \"content\": \"" content "\", \"single_word\": " #single                    \
+    ", \"lstrip\": " #lstrip ", \"rstrip\": " #rstrip ", \"normalized\": " #normalized             \
     ", \"special\": " #special "}"
 
-static const char added[] =
-    "[" ADDED(260, "<|end|>", true, false, false, false, false) ",\n" /**/
-    ADDED(261, "<|start|>", true, false, false, false, false) ",\n"   /**/
-    ADDED(262, "<think>", false, false, false, false, false) ",\n"    /**/
-    ADDED(263, "end", false, false, false, false, false) ",\n"        /**/
-    ADDED(264, "[M]", false, true, true, false, false) ",\n"          /**/
-    ADDED(265, "cat", false, false, false, true, false) ",\n"         /**/
-    ADDED(266, "cafe\\u0301", false, false, false, false, true) ",\n" /* NFC: café */
+static const char added[] = "[" ADDED(260, "<|end|>", true, false, false, false, false) ",\n" /**/
+    ADDED(261, "<|start|>", true, false, false, false, false) ",\n"                           /**/
+    ADDED(262, "<think>", false, false, false, false, false) ",\n"                            /**/
+    ADDED(263, "end", false, false, false, false, false) ",\n"                                /**/
+    ADDED(264, "[M]", false, true, true, false, false) ",\n"                                  /**/
+    ADDED(265, "cat", false, false, false, true, false) ",\n"                                 /**/
+    ADDED(266, "cafe\\u0301", false, false, false, false, true) ",\n"      /* NFC: café */
     ADDED(267, "<|end|><|start|>", true, false, false, false, false) ",\n" /**/
-    ADDED(268, "<｜x｜>", true, false, false, false, false) ",\n"     /**/
-    ADDED(999, "he", false, false, false, false, false) "]";          /* in the vocab: 256 */
+    ADDED(268, "<｜x｜>", true, false, false, false, false) ",\n"          /**/
+    ADDED(999, "he", false, false, false, false, false) "]";               /* in the vocab: 256 */
 
 static struct tt_tok make(struct tt *t)
 {

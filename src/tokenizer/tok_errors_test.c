@@ -44,11 +44,11 @@ static void bad_at(struct tt *t, const char *json, hy_status want, const char *s
     hy_tok_destroy(k.tok);
 }
 #define BAD(t, json, want, substr) bad_at(t, json, want, substr, __LINE__)
-#define BAD_PARTS(t, want, substr, ...)                                                       \
-    do {                                                                                      \
-        char *j_ = doc(&(struct parts){__VA_ARGS__});                                         \
-        bad_at(t, j_, want, substr, __LINE__);                                                \
-        free(j_);                                                                             \
+#define BAD_PARTS(t, want, substr, ...)                                                            \
+    do {                                                                                           \
+        char *j_ = doc(&(struct parts){__VA_ARGS__});                                              \
+        bad_at(t, j_, want, substr, __LINE__);                                                     \
+        free(j_);                                                                                  \
     } while (0)
 
 static void check_top_and_model(struct tt *t)
@@ -61,8 +61,9 @@ static void check_top_and_model(struct tt *t)
     BAD_PARTS(t, HY_E_FORMAT, "model: expected an object", .model = "null");
     BAD_PARTS(t, HY_E_UNSUPPORTED, "model type \"WordPiece\"",
               .model = "{\"type\": \"WordPiece\", \"vocab\": {}}");
-    BAD_PARTS(t, HY_E_FORMAT, "missing vocab or merges", .model = "{\"type\": \"BPE\", "
-                                                                  "\"vocab\": {}}");
+    BAD_PARTS(t, HY_E_FORMAT, "missing vocab or merges",
+              .model = "{\"type\": \"BPE\", "
+                       "\"vocab\": {}}");
     BAD_PARTS(t, HY_E_FORMAT, "model.vocab[\"a\"]", .vocab = "{\"a\": \"0\"}", .merges = "[]");
     BAD_PARTS(t, HY_E_FORMAT, "model.vocab[\"a\"]", .vocab = "{\"a\": -1}", .merges = "[]");
     BAD_PARTS(t, HY_E_FORMAT, "model.vocab[\"a\"]", .vocab = "{\"a\": 16777216}", .merges = "[]");

@@ -24,6 +24,7 @@ static uint64_t rng(uint64_t *s)
 }
 
 /* Pieces of text that exercise the regexes, NFC and the added tokens. */
+// clang-format off
 static const char *const pool[] = {
     "a", "b", "Z", "0", "7", "123456", " ", "  ", "\n", "\r\n", "\t", "'s", "'T", "'ll", "ſ",
     "é", "e\xCC\x81", "\xCC\x81", "中", "文字", "ひら", "한국", "\xE1\x84\x80\xE1\x85\xA1",
@@ -32,6 +33,7 @@ static const char *const pool[] = {
     "<|extra_0|>", "<｜hy_User｜>", "endoftext", "\xEF\xBF\xBD", "١٢", "५", "ก\xE0\xB8\xB1",
     "http://x.y/z?q=1", "x", "xx", "ax b",
 };
+// clang-format on
 
 static size_t random_text(uint64_t *s, char *out)
 {
@@ -82,8 +84,8 @@ static void check_round_trip(const struct hy_tok *tok, uint64_t seed, int iters)
         const char *w = want ? want : text;
         if (!want)
             wn = n;
-        CHECKF(st == HY_OK && m == wn && !memcmp(out, w, m), "round trip %d: \"%.*s\"", it,
-               (int)n, text);
+        CHECKF(st == HY_OK && m == wn && !memcmp(out, w, m), "round trip %d: \"%.*s\"", it, (int)n,
+               text);
         free(want);
         if (test_failures_)
             return;
@@ -175,7 +177,7 @@ static void check_threads(const struct hy_tok *tok)
 static void check_split_round_trip(struct tt *t)
 {
     static const char *const regexes[] = {"x*", "\\b", "(?=a)", "a|x+", " ?\\p{L}+|\\s+(?!\\S)",
-                                          "$", "^"};
+                                          "$",  "^"};
     static const char *const behaviors[] = {"Isolated", "MergedWithPrevious", "MergedWithNext",
                                             "Contiguous"};
     struct tt_str v = {0};
@@ -188,9 +190,10 @@ static void check_split_round_trip(struct tt *t)
                 tt_addf(&pre, "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
                               "\"pattern\": {\"Regex\": ");
                 tt_add_json_str(&pre, regexes[r], strlen(regexes[r]));
-                tt_addf(&pre, "}, \"behavior\": \"%s\", \"invert\": %s}, {\"type\": "
-                              "\"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": "
-                              "false, \"use_regex\": false}]}",
+                tt_addf(&pre,
+                        "}, \"behavior\": \"%s\", \"invert\": %s}, {\"type\": "
+                        "\"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": "
+                        "false, \"use_regex\": false}]}",
                         behaviors[b], inv ? "true" : "false");
                 char *json = tt_tokenizer(NULL, pre.s, NULL, NULL, v.s, "[]");
                 struct tt_tok k = tt_load(t, json);
@@ -218,8 +221,8 @@ static const char qwen_regex[] =
 static struct tt_tok qwen_like(struct tt *t, bool nfc)
 {
     static const char *const extra[] = {"ĠĠ", "ĠĠĠĠ", "Ġt", "he", "Ġthe", "ä¸", "ä¸Ń", NULL};
-    static const char *const merges[] = {"Ġ Ġ", "ĠĠ ĠĠ", "Ġ t", "h e", "Ġt he", "ä ¸", "ä¸ Ń",
-                                         NULL};
+    static const char *const merges[] = {"Ġ Ġ",   "ĠĠ ĠĠ", "Ġ t",  "h e",
+                                         "Ġt he", "ä ¸",   "ä¸ Ń", NULL};
     struct tt_str v = {0}, m = {0}, pre = {0};
     tt_byte_vocab(&v, extra);
     tt_merges(&m, merges, true);

@@ -18,9 +18,9 @@
 #include <jansson.h>
 #include <oniguruma.h>
 
-#define TOK_MAX_ID (1 << 24)      /* larger ids are rejected at load (tables are per id) */
-#define TOK_MAX_STAGES 16         /* pre-tokenizer stages, nested Sequences flattened */
-#define TOK_DIRECT_CHARS 0x800    /* single chars below this have a direct id table */
+#define TOK_MAX_ID (1 << 24)   /* larger ids are rejected at load (tables are per id) */
+#define TOK_MAX_STAGES 16      /* pre-tokenizer stages, nested Sequences flattened */
+#define TOK_DIRECT_CHARS 0x800 /* single chars below this have a direct id table */
 /* Longest decoded token: the detokenizer's output for one push is at most 3 bytes per
  * input byte (U+FFFD for each), input = up to 3 pending bytes + the token. */
 #define TOK_MAX_TOKEN_BYTES (HY_DETOK_MAX_OUT / 3 - 3)
@@ -46,8 +46,7 @@ void hy_tok_strmap_deinit(struct hy_tok_strmap *m);
 hy_status hy_tok_strmap_put(struct hy_tok_strmap *m, const char *s, size_t len, int32_t val,
                             int64_t *dup);
 int32_t hy_tok_strmap_get(const struct hy_tok_strmap *m, const char *s, size_t len); /* -1 */
-static inline const char *hy_tok_strmap_key(const struct hy_tok_strmap *m, uint32_t i,
-                                            size_t *len)
+static inline const char *hy_tok_strmap_key(const struct hy_tok_strmap *m, uint32_t i, size_t *len)
 {
     *len = m->ent[i].len;
     return m->pool + m->ent[i].off;
@@ -133,15 +132,15 @@ struct hy_tok {
     struct hy_tok_added *added;
     int32_t n_added;
     char *added_pool;
-    struct hy_tok_strmap added_map;        /* content -> index in added */
+    struct hy_tok_strmap added_map;         /* content -> index in added */
     struct hy_tok_trie trie_raw, trie_norm; /* normalized false / true */
-    OnigRegex word_re;                     /* \w, for single_word tokens (else NULL) */
+    OnigRegex word_re;                      /* \w, for single_word tokens (else NULL) */
 
     /* normalizer and pre-tokenizer */
     bool nfc;
     struct hy_tok_stage stage[TOK_MAX_STAGES];
     int n_stage;
-    OnigRegex bytelevel_re; /* the GPT-2 regex, when a ByteLevel stage uses it */
+    OnigRegex bytelevel_re;    /* the GPT-2 regex, when a ByteLevel stage uses it */
     unsigned char b2u[256][2]; /* byte -> its byte-level char, UTF-8 (1 or 2 bytes) */
     unsigned char b2u_len[256];
 
@@ -152,9 +151,9 @@ struct hy_tok {
     char *dec_pool;
 };
 enum {
-    TOK_ID_PRESENT = 1,     /* the id exists (vocab or added) */
-    TOK_ID_SKIP = 2,        /* dropped by skip_special (its string is a special token's) */
-    TOK_ID_SPECIAL = 4,     /* an added token marked special */
+    TOK_ID_PRESENT = 1, /* the id exists (vocab or added) */
+    TOK_ID_SKIP = 2,    /* dropped by skip_special (its string is a special token's) */
+    TOK_ID_SPECIAL = 4, /* an added token marked special */
 };
 
 /* ---- per-call scratch (encode.c, bpe.c) ---- */
@@ -176,17 +175,16 @@ struct hy_tok_bpe_scratch {
     size_t sym_cap, heap_cap;
 };
 /* BPE of one pre-token (valid UTF-8, n > 0) into out. HY_E_NOMEM only. */
-hy_status hy_tok_bpe(const struct hy_tok *t, const char *s, size_t n,
-                     struct hy_tok_bpe_scratch *sc, struct hy_tok_sink *out, struct hy_err *err);
+hy_status hy_tok_bpe(const struct hy_tok *t, const char *s, size_t n, struct hy_tok_bpe_scratch *sc,
+                     struct hy_tok_sink *out, struct hy_err *err);
 void hy_tok_bpe_scratch_free(struct hy_tok_bpe_scratch *sc);
 
 /* Splits s[0..n) on the added tokens of trie (HF AddedVocabulary::find_matches): calls
  * piece(ctx, id, NULL, 0) for a token and piece(ctx, -1, text, len) for the text between
  * (non-empty). Special tokens are skipped (left in the text) unless allow_special. */
 typedef hy_status (*hy_tok_piece_fn)(void *ctx, int32_t id, const char *s, size_t n);
-hy_status hy_tok_split_added(const struct hy_tok *t, const struct hy_tok_trie *trie,
-                             const char *s, size_t n, bool allow_special, hy_tok_piece_fn piece,
-                             void *ctx);
+hy_status hy_tok_split_added(const struct hy_tok *t, const struct hy_tok_trie *trie, const char *s,
+                             size_t n, bool allow_special, hy_tok_piece_fn piece, void *ctx);
 
 /* ---- regexes (regex.c) ---- */
 /* Compiles pattern[0..len) as HF does; `what` names it in errors (HY_E_FORMAT). */

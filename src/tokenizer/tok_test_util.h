@@ -36,7 +36,8 @@ static inline void tt_add(struct tt_str *b, const char *s, size_t n)
     b->s[b->n] = 0;
 }
 
-__attribute__((format(printf, 2, 3))) static inline void tt_addf(struct tt_str *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static inline void tt_addf(struct tt_str *b, const char *fmt,
+                                                                 ...)
 {
     char tmp[4096];
     va_list ap;
@@ -128,8 +129,9 @@ static inline void tt_merges(struct tt_str *b, const char *const *merges, bool p
 
 /* A whole tokenizer.json; NULL parts become null. model_opts, when given, is the model's
  * fields before vocab (e.g. "\"ignore_merges\": true, "); NULL gives HF's defaults. */
-static inline char *tt_tokenizer(const char *normalizer, const char *pre_tokenizer, const char *added,
-                          const char *model_opts, const char *vocab, const char *merges)
+static inline char *tt_tokenizer(const char *normalizer, const char *pre_tokenizer,
+                                 const char *added, const char *model_opts, const char *vocab,
+                                 const char *merges)
 {
     struct tt_str b = {0};
     tt_addf(&b, "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null,\n");
@@ -193,7 +195,8 @@ struct tt_tok {
 };
 
 /* Writes json to a new file and loads it; st/err receive the result (tok NULL on error). */
-static inline struct tt_tok tt_try(struct tt *t, const char *json, hy_status *st, struct hy_err *err)
+static inline struct tt_tok tt_try(struct tt *t, const char *json, hy_status *st,
+                                   struct hy_err *err)
 {
     struct tt_tok r = {0};
     tt_path(t, t->n_files++, r.path, sizeof r.path);
@@ -214,7 +217,7 @@ static inline struct tt_tok tt_load(struct tt *t, const char *json)
 
 /* Encodes text and compares the ids with want ("1 2 3"). */
 static inline void tt_expect_at(const struct tt_tok *k, const char *text, size_t len, bool special,
-                         const char *want, const char *file, int line)
+                                const char *want, const char *file, int line)
 {
     if (!k->tok) {
         CHECKF(k->tok, "%s:%d: no tokenizer", file, line);
@@ -238,21 +241,21 @@ static inline void tt_expect_at(const struct tt_tok *k, const char *text, size_t
     }
     free(got.s);
 }
-#define tt_expect(k, text, special, want)                                                     \
+#define tt_expect(k, text, special, want)                                                          \
     tt_expect_at(k, text, strlen(text), special, want, __FILE__, __LINE__)
 
 /* Decodes ids (want is the exact text). */
 static inline void tt_decode_at(const struct tt_tok *k, const int32_t *ids, size_t n, bool skip,
-                         const char *want, size_t want_len, const char *file, int line)
+                                const char *want, size_t want_len, const char *file, int line)
 {
     char out[4096];
     size_t m = 0;
     struct hy_err err = {{0}};
     hy_status st = hy_tok_decode(k->tok, ids, n, skip, out, sizeof out, &m, &err);
-    CHECKF(st == HY_OK && m == want_len && !memcmp(out, want, m), "%s:%d: decode: %s", file,
-           line, err.msg);
+    CHECKF(st == HY_OK && m == want_len && !memcmp(out, want, m), "%s:%d: decode: %s", file, line,
+           err.msg);
 }
-#define tt_decode(k, ids, skip, want)                                                         \
+#define tt_decode(k, ids, skip, want)                                                              \
     tt_decode_at(k, ids, sizeof ids / sizeof ids[0], skip, want, strlen(want), __FILE__, __LINE__)
 
 #endif

@@ -7,27 +7,27 @@
 #include "tokenizer/tok_test_util.h"
 
 static const char *const extra[] = {
-    "Ġt", "he", "Ġthe", "ll", "llo", "oĠ", "Ġw", "or", "ld", "aa", "Ġh", "ĠĠ", "Ã©", "'s", "wor",
-    NULL,
+    "Ġt", "he", "Ġthe", "ll", "llo", "oĠ", "Ġw",  "or",
+    "ld", "aa", "Ġh",   "ĠĠ", "Ã©",  "'s", "wor", NULL,
 };
 /* ids:  256   257   258    259   260    261   262   263   264   265   266   267   268   269
  *       270 */
 static const char *const merges[] = {
-    "Ġ t", "h e", "Ġt he", "l l", "ll o", "o Ġ", "Ġ w", "o r", "l d", "a a", "Ġ h", "Ġ Ġ",
-    "Ã ©", "' s", NULL,
+    "Ġ t", "h e", "Ġt he", "l l", "ll o", "o Ġ", "Ġ w", "o r",
+    "l d", "a a", "Ġ h",   "Ġ Ġ", "Ã ©",  "' s", NULL,
 };
 
 #define BL_REGEX "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true}"
-#define BL_PLAIN                                                                              \
-    "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": false, "        \
+#define BL_PLAIN                                                                                   \
+    "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": false, "             \
     "\"use_regex\": false}"
-#define BL_PREFIX                                                                             \
-    "{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "          \
+#define BL_PREFIX                                                                                  \
+    "{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "               \
     "\"use_regex\": true}"
 #define NFC "{\"type\": \"NFC\"}"
-#define IGNORE_MERGES                                                                         \
-    "\"dropout\": null, \"unk_token\": null, \"continuing_subword_prefix\": \"\", "           \
-    "\"end_of_word_suffix\": \"\", \"fuse_unk\": false, \"byte_fallback\": false, "           \
+#define IGNORE_MERGES                                                                              \
+    "\"dropout\": null, \"unk_token\": null, \"continuing_subword_prefix\": \"\", "                \
+    "\"end_of_word_suffix\": \"\", \"fuse_unk\": false, \"byte_fallback\": false, "                \
     "\"ignore_merges\": true, "
 
 static struct tt_tok make(struct tt *t, const char *norm, const char *pre, const char *opts,
@@ -53,11 +53,11 @@ static void check_byte_level_regex(struct tt *t)
         tt_expect(&k, "go world", true, "103 111 262 263 264"); /* "o Ġ" never crosses pieces */
         tt_expect(&k, "the", true, "116 257");
         tt_expect(&k, " the", true, "258");
-        tt_expect(&k, "aaa", true, "265 97");                   /* equal ranks: leftmost first */
+        tt_expect(&k, "aaa", true, "265 97"); /* equal ranks: leftmost first */
         tt_expect(&k, "aaaa", true, "265 265");
         tt_expect(&k, "it's", true, "105 116 269");
         tt_expect(&k, "café", true, "99 97 102 268");
-        tt_expect(&k, "  x", true, "32 32 120");                /* \s+(?!\S) keeps one space */
+        tt_expect(&k, "  x", true, "32 32 120"); /* \s+(?!\S) keeps one space */
         tt_expect(&k, "hello\n\nworld", true, "257 260 10 10 119 263 264");
         tt_expect(&k, "", true, "");
         tt_expect(&k, "wor", true, "119 263");
@@ -153,7 +153,9 @@ static void check_decode(struct tt *t)
     tt_decode(&k, lone, false, "\xEF\xBF\xBD");
     tt_decode(&k, cut, false, "\xEF\xBF\xBD");
     tt_decode(&k, overlong, false, "\xEF\xBF\xBD\xEF\xBF\xBD");
-    tt_decode(&k, mixed, false, "\xEF\xBF\xBD" "a");
+    tt_decode(&k, mixed, false,
+              "\xEF\xBF\xBD"
+              "a");
     int32_t bad[] = {271};
     size_t n = 0;
     char out[16];
@@ -178,7 +180,10 @@ static void check_detok(struct tt *t)
     CHECK(hy_detok_push(&d, 173, out, 2) == -1);         /* 中 needs 3 bytes: state kept */
     CHECK(hy_detok_push(&d, 173, out, sizeof out) == 3 && !memcmp(out, "中", 3));
     CHECK(hy_detok_push(&d, 240, out, sizeof out) == 0); /* F0: start of an emoji */
-    CHECK(hy_detok_push(&d, 97, out, sizeof out) == 4 && !memcmp(out, "\xEF\xBF\xBD" "a", 4));
+    CHECK(hy_detok_push(&d, 97, out, sizeof out) == 4 && !memcmp(out,
+                                                                 "\xEF\xBF\xBD"
+                                                                 "a",
+                                                                 4));
     CHECK(hy_detok_push(&d, 226, out, sizeof out) == 0);
     CHECK(hy_detok_flush(&d, out, 2) == -1);
     CHECK(hy_detok_flush(&d, out, sizeof out) == 3 && !memcmp(out, "\xEF\xBF\xBD", 3));

@@ -111,8 +111,8 @@ static void check_decode(const struct hy_tok *tok, const json_t *x)
             const json_t *w = json_object_get(c, skip ? "text_skip_special" : "text");
             size_t m = 0;
             struct hy_err err = {{0}};
-            hy_status st = hy_tok_decode(tok, want_buf, n, skip, text_buf, sizeof text_buf, &m,
-                                         &err);
+            hy_status st =
+                hy_tok_decode(tok, want_buf, n, skip, text_buf, sizeof text_buf, &m, &err);
             CHECKF(st == HY_OK && m == json_string_length(w) &&
                        !memcmp(text_buf, json_string_value(w), m),
                    "decode case %zu (skip_special %d): %s", i, skip, err.msg);
@@ -131,8 +131,8 @@ static void check_roundtrip(const struct hy_tok *tok, const json_t *x, const jso
             listed |= (size_t)json_integer_value(json_array_get(differs, k)) == i;
         const json_t *line = json_array_get(corpus, i);
         size_t len = json_string_length(line), n = 0, m = 0;
-        hy_status st = hy_tok_encode(tok, json_string_value(line), len, true, ids_buf, CAP, &n,
-                                     NULL);
+        hy_status st =
+            hy_tok_encode(tok, json_string_value(line), len, true, ids_buf, CAP, &n, NULL);
         if (!st)
             st = hy_tok_decode(tok, ids_buf, n, false, text_buf, sizeof text_buf, &m, NULL);
         bool same = !st && m == len && !memcmp(text_buf, json_string_value(line), len);

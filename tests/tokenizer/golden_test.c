@@ -103,8 +103,7 @@ static void check_line(const struct hy_tok *tok, size_t i, const json_t *text, c
     size_t m = 0;
     if (same && check_decode) {
         st = hy_tok_decode(tok, want, n_want, false, dec, dec_cap, &m, &err);
-        CHECKF(st == HY_OK && m == len && !memcmp(dec, s, len), "line %zu: decode(ids) != text",
-               i);
+        CHECKF(st == HY_OK && m == len && !memcmp(dec, s, len), "line %zu: decode(ids) != text", i);
     }
     free(want);
 }
@@ -138,8 +137,8 @@ int main(int argc, char **argv)
     char *dec = malloc(cap);
     HY_ASSERT(got && dec);
     for (size_t i = 0; i < json_array_size(corpus) && i < json_array_size(gl); i++)
-        check_line(tok, i, json_array_get(corpus, i), json_array_get(gl, i), check_decode, got,
-                   cap, dec, cap);
+        check_line(tok, i, json_array_get(corpus, i), json_array_get(gl, i), check_decode, got, cap,
+                   dec, cap);
     fprintf(stderr, "%s: %zu lines%s\n", argv[1], json_array_size(corpus),
             check_decode ? ", decode checked" : "");
     free(got);
