@@ -65,8 +65,9 @@ static struct hy_tok_bpe_item heap_pop(struct hy_tok_bpe_item *h, size_t *n)
 
 static hy_status reserve(struct hy_tok_bpe_scratch *sc, size_t n_sym, struct hy_err *err)
 {
-    /* every merge pushes at most two candidates: n - 1 initial + 2 (n - 1) */
-    size_t n_heap = 3 * n_sym + 1;
+    /* n - 1 candidates at first; each pop that merges pushes at most two (net +1), and
+     * there are at most n - 1 merges: the heap never holds more than 2 (n - 1). */
+    size_t n_heap = 2 * n_sym + 1;
     if (n_sym > sc->sym_cap) {
         void *p = realloc(sc->sym, n_sym * sizeof *sc->sym);
         if (!p)
@@ -138,8 +139,11 @@ static void push_pair(const struct hy_tok *t, struct hy_tok_bpe_scratch *sc, siz
     const struct hy_tok_bpe_sym *a = &sc->sym[pos];
     uint32_t rank;
     int32_t new_id;
-    if (a->next >= 0 && hy_tok_pairmap_get(&t->merges, a->id, sc->sym[a->next].id, &rank, &new_id))
+    if (a->next >= 0 &&
+        hy_tok_pairmap_get(&t->merges, a->id, sc->sym[a->next].id, &rank, &new_id)) {
+        HY_ASSERT(*nh < sc->heap_cap);
         heap_push(sc->heap, nh, (struct hy_tok_bpe_item){rank, (uint32_t)pos, new_id});
+    }
 }
 
 /* HF Word::merge_all (without dropout). */

@@ -3,8 +3,10 @@
  * Supported: BPE model (vocab; merges as "a b" strings or ["a","b"] pairs; ignore_merges),
  * added_tokens (special and not), normalizer (null, NFC, Sequence), pre_tokenizer
  * (ByteLevel with or without its regex, Split with Regex or String pattern and every
- * behavior, invert, Sequence), ByteLevel decoder. Regexes run through Oniguruma with the
- * options HF tokenizers uses. Anything else is a load-time error naming the construct.
+ * behavior, invert, Sequence), ByteLevel decoder (alone or as a one-member Sequence).
+ * Regexes run through Oniguruma with the options HF tokenizers uses (regex.c says which).
+ * post_processor is ignored (encode never adds special tokens); truncation must be null.
+ * Anything else is a load-time error naming the construct.
  * A loaded struct hy_tok is immutable: encode/decode may run on any number of threads at
  * once. Errors: HY_E_IO / HY_E_FORMAT / HY_E_UNSUPPORTED at load (naming file and field);
  * HY_E_INVAL for invalid UTF-8 input; HY_E_NOSPACE when the output buffer is too small
@@ -35,9 +37,10 @@ int32_t hy_tok_find(const struct hy_tok *tok, const char *s);
 bool hy_tok_is_special(const struct hy_tok *tok, int32_t id);
 
 /* Encodes len bytes of UTF-8 text into ids[0..*n_out). No BOS/EOS is added.
- * allow_special: special added tokens in the text become their ids; otherwise their
- * characters are tokenized like any text (user text can never inject control tokens).
- * Non-special added tokens are always matched, as in HF. Invalid UTF-8: HY_E_INVAL. */
+ * allow_special: special added tokens in the text become their ids (HF's default encode);
+ * otherwise their characters are tokenized like any text (user text can never inject
+ * control tokens), exactly as HF with encode_special_tokens=True. Non-special added tokens
+ * are always matched, as in HF. Invalid UTF-8: HY_E_INVAL naming the byte offset. */
 hy_status hy_tok_encode(const struct hy_tok *tok, const char *text, size_t len, bool allow_special,
                         int32_t *ids, size_t cap, size_t *n_out, struct hy_err *err);
 
@@ -58,7 +61,9 @@ struct hy_detok {
 void hy_detok_init(struct hy_detok *d, const struct hy_tok *tok, bool skip_special);
 /* Appends id's text to out (cap bytes); returns the number of bytes written, or -1 when cap
  * is too small for this token's text (the state is then unchanged). A token's text is at
- * most HY_DETOK_MAX_OUT bytes. Invalid sequences come out as U+FFFD. */
+ * most HY_DETOK_MAX_OUT bytes (load rejects longer tokens). Invalid sequences come out as
+ * U+FFFD; the concatenated output equals hy_tok_decode of the same ids. An id outside the
+ * vocabulary (a model head wider than the tokenizer) is skipped, as HF's decode does. */
 #define HY_DETOK_MAX_OUT 1024
 int hy_detok_push(struct hy_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is still pending (as U+FFFD); returns bytes written. */
