@@ -1,0 +1,84 @@
+/* prompt.h: translation prompts and chat templates as token ids (model doc 5.1-5.4).
+ * The style comes from the tokenizer's special tokens, never from the model size:
+ * "7b" (Hunyuan-MT-7B, Chimera, HY-MT1.5-7B) or "dense" (HY-MT1.5-1.8B). Text pieces are
+ * encoded with special tokens disallowed, so user text can never inject a control token;
+ * control tokens are looked up by their strings. The ids equal transformers'
+ * apply_chat_template, which splits the rendered text at the control tokens first.
+ * Pure functions over an immutable tokenizer: thread-safe. hy_prompt_translate allocates
+ * one temporary copy of the user message; nothing else allocates. Errors: HY_E_NOTFOUND
+ * naming a missing control token, HY_E_NOSPACE with the size needed in *n_out. */
+#ifndef HY_TRANSLATE_PROMPT_H
+#define HY_TRANSLATE_PROMPT_H
+
+#include "core/status.h"
+#include "tokenizer/tokenizer.h"
+#include "translate/lang.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum hy_prompt_style {
+    HY_PROMPT_7B,    /* <|startoftext|> user <|extra_0|> ... */
+    HY_PROMPT_DENSE, /* <｜hy_begin▁of▁sentence｜><｜hy_User｜> user <｜hy_Assistant｜> */
+};
+
+enum hy_prompt_role { HY_PROMPT_SYSTEM, HY_PROMPT_USER, HY_PROMPT_ASSISTANT };
+
+struct hy_prompt_msg {
+    enum hy_prompt_role role;
+    const char *text; /* UTF-8, len bytes, borrowed */
+    size_t len;
+};
+
+#define HY_PROMPT_MAX_STOP 4 /* stop ids per style, at most */
+
+/* "7b" or "dense". */
+const char *hy_prompt_style_name(enum hy_prompt_style style);
+
+/* 7b when the tokenizer has <|startoftext|> and <|extra_0|>; else dense when it has
+ * <｜hy_begin▁of▁sentence｜> and <｜hy_User｜>; else HY_E_NOTFOUND naming what is missing. */
+hy_status hy_prompt_style_detect(const struct hy_tok *tok, enum hy_prompt_style *style,
+                                 struct hy_err *err);
+
+/* Whether a pair uses the Chinese (ZH<=>XX) prompt: the source or the target is on the
+ * Chinese side (zh, zh-Hant, yue). src NULL (unknown): the target decides. */
+bool hy_prompt_is_chinese(const struct hy_lang *src, const struct hy_lang *tgt);
+
+/* The user message asking to translate text[0..len) into tgt: the style's Chinese prompt
+ * with tgt's Chinese name, or the English prompt with its English name. Written to buf
+ * (cap bytes, not NUL-terminated); *n_out is the size written, or needed on HY_E_NOSPACE. */
+hy_status hy_prompt_user(enum hy_prompt_style style, const struct hy_lang *src,
+                         const struct hy_lang *tgt, const char *text, size_t len, char *buf,
+                         size_t cap, size_t *n_out, struct hy_err *err);
+
+/* The conversation as the template's text, control tokens spelled out (for logs and
+ * tests; the text is never tokenized as a whole). Buffer rules as hy_prompt_user. */
+hy_status hy_prompt_render(enum hy_prompt_style style, const struct hy_prompt_msg *msgs,
+                           size_t n_msgs, bool add_generation_prompt, char *buf, size_t cap,
+                           size_t *n_out, struct hy_err *err);
+
+/* The conversation as ids: BOS once at the start; 7b: [system <|extra_4|>] user
+ * <|extra_0|>, assistant <|eos|>, <|startoftext|> before each later user turn;
+ * dense: [system <｜hy_place▁holder▁no▁3｜>] <｜hy_User｜>user, <｜hy_Assistant｜>assistant
+ * <｜hy_place▁holder▁no▁2｜>, then <｜hy_Assistant｜> when add_generation_prompt (7b needs
+ * none: <|extra_0|> opens the reply). *n_out: ids written, or needed on HY_E_NOSPACE. */
+hy_status hy_prompt_chat(const struct hy_tok *tok, enum hy_prompt_style style,
+                         const struct hy_prompt_msg *msgs, size_t n_msgs,
+                         bool add_generation_prompt, int32_t *ids, size_t cap, size_t *n_out,
+                         struct hy_err *err);
+
+/* One user turn translating text into tgt (src NULL when unknown), ready to generate
+ * from. HY_E_NOMEM if the user message cannot be allocated. */
+hy_status hy_prompt_translate(const struct hy_tok *tok, enum hy_prompt_style style,
+                              const struct hy_lang *src, const struct hy_lang *tgt,
+                              const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out,
+                              struct hy_err *err);
+
+/* The ids that end a reply (model doc 5.3), those the tokenizer has, in this order:
+ * 7b <|eos|>, <|endoftext|>, <|extra_5|>; dense <｜hy_place▁holder▁no▁2｜>,
+ * <｜hy_end▁of▁sentence｜>. Returns how many (<= HY_PROMPT_MAX_STOP, at most cap written). */
+size_t hy_prompt_stop_ids(const struct hy_tok *tok, enum hy_prompt_style style, int32_t *ids,
+                          size_t cap);
+
+#endif
