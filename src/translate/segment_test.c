@@ -2,7 +2,9 @@
  * over-long sentences, reassembly, and property tests on random and invalid text. */
 #include "translate/segment.h"
 
+#include "core/json.h"
 #include "test.h"
+#include "tokenizer/tokenizer.h"
 #include "translate/text.h"
 
 #include <stdint.h>
@@ -339,7 +341,7 @@ static int check_seg(const char *t, const struct hy_seg *g, const struct hy_seg_
     bad += !all_space(t, g->sep_off, g->sep_len);
     bad += text_is_space(text_decode((const unsigned char *)t + g->off, g->len, &cl));
     bad += text_is_space(last_char(t, g->off, end));
-    size_t c = o->count ? o->count(NULL, t + g->off, g->len) : g->len;
+    size_t c = o->count ? o->count(o->ctx, t + g->off, g->len) : g->len;
     bad += c > o->max_tokens && count_chars(NULL, t + g->off, g->len) > 1;
     content_breaks(t, g->off, g->len, &lines, &para);
     bad += para || (o->keep_lines && lines > 0);
@@ -399,6 +401,56 @@ static void test_random(bool fuzz, int docs, uint64_t seed)
     }
 }
 
+/* Tokens of s by a real tokenizer (ctx), as the translate layer counts them. */
+static size_t count_tokens(void *ctx, const char *s, size_t len)
+{
+    size_t n = 0;
+    int32_t none;
+    hy_status st = hy_tok_encode(ctx, s, len, false, &none, 0, &n, NULL);
+    return st == HY_OK || st == HY_E_NOSPACE ? n : len;
+}
+
+/* The multilingual tokenizer corpus (every script of the language table, long words,
+ * emoji, odd whitespace) as one document, split with both tiny tokenizers' counts. */
+static void test_real_tokenizer(void)
+{
+    static char doc[1 << 20], joined[1 << 20];
+    static bool bound[(1 << 20) + 1];
+    char path[512];
+    struct hy_err err = {{0}};
+    json_t *corpus = NULL;
+    test_path(path, sizeof path, "HYMT_SRC", "tests/tokenizer/corpus.json");
+    hy_status st = hy_json_load_file(&corpus, path, 16u << 20, &err);
+    CHECKF(st == HY_OK, "%s", err.msg);
+    if (st != HY_OK)
+        return;
+    size_t len = 0;
+    for (size_t i = 0; i < json_array_size(corpus); i++) {
+        const json_t *line = json_array_get(corpus, i);
+        size_t n = json_string_length(line);
+        if (len + n + 3 > sizeof doc)
+            break;
+        memcpy(doc + len, json_string_value(line), n);
+        len += n;
+        len = append_str(doc, len, sizeof doc, i % 7 == 0 ? "\n\n" : i % 3 ? " " : "\n");
+    }
+    static const char *const dirs[] = {"tests/data/tiny-mqa", "tests/data/tiny-dense18"};
+    for (size_t k = 0; k < 2; k++) {
+        struct hy_tok *tok = NULL;
+        test_path(path, sizeof path, "HYMT_SRC", dirs[k]);
+        CHECKF(hy_tok_load(&tok, path, &err) == HY_OK, "%s", err.msg);
+        if (!tok)
+            continue;
+        const size_t maxes[] = {8, 64, 512};
+        for (size_t m = 0; m < 3; m++) {
+            struct hy_seg_opts o = {maxes[m], count_tokens, tok, m == 1};
+            check_doc(doc, len, &o, bound, joined);
+        }
+        hy_tok_destroy(tok);
+    }
+    json_decref(corpus);
+}
+
 int main(void)
 {
     test_sentences();
@@ -409,5 +461,6 @@ int main(void)
     test_join();
     test_random(false, 3000, 1);
     test_random(true, 2000, 2);
+    test_real_tokenizer();
     return test_result();
 }
