@@ -7,6 +7,7 @@
  * Anything else is HY_E_UNSUPPORTED naming the type. trim_offsets only changes offsets,
  * which hymt does not report. */
 #include "core/json.h"
+#include "core/utf8.h"
 #include "tokenizer/tok_impl.h"
 
 #include <stdlib.h>
@@ -187,8 +188,17 @@ static hy_status decoder(const json_t *j, int depth, struct hy_err *err)
     hy_status st = need_type(j, "decoder", &ty, err);
     if (st)
         return st;
-    if (!strcmp(ty, "ByteLevel"))
-        return HY_OK; /* its options only matter to offsets */
+    if (!strcmp(ty, "ByteLevel")) { /* its options only matter to offsets; HF requires two */
+        bool b = false;
+        st = hy_json_get_bool(j, "add_prefix_space", true, &b, err);
+        if (!st)
+            st = hy_json_get_bool(j, "trim_offsets", true, &b, err);
+        if (!st)
+            st = hy_json_get_bool(j, "use_regex", false, &b, err);
+        if (st)
+            hy_err_prefix(err, "decoder ByteLevel");
+        return hy_tok_format_status(st);
+    }
     if (strcmp(ty, "Sequence"))
         return hy_err_set(err, HY_E_UNSUPPORTED,
                           "decoder type \"%s\" is not supported (supported: ByteLevel, or a "
@@ -220,6 +230,67 @@ hy_status hy_tok_load_decoder(const json_t *j, struct hy_err *err)
     return decoder(j, 0, err);
 }
 
+/* utf8proc NFC of s[0..n) (raw: s itself) appended to *buf (grown as needed). */
+static hy_status nfc_append(const char *s, size_t n, bool raw, char **buf, size_t *len, size_t *cap,
+                            struct hy_err *err)
+{
+    utf8proc_uint8_t *dst = NULL;
+    utf8proc_ssize_t r = (utf8proc_ssize_t)n;
+    if (!raw && n)
+        r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
+                         UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (r < 0)
+        return hy_err_set(err, r == UTF8PROC_ERROR_NOMEM ? HY_E_NOMEM : HY_E_INVAL,
+                          "NFC normalization failed: %s", utf8proc_errmsg(r));
+    if (*len + (size_t)r > *cap) {
+        size_t nc = (*len + (size_t)r) * 2 + 16;
+        char *nb = realloc(*buf, nc);
+        if (!nb) {
+            free(dst);
+            return hy_err_set(err, HY_E_NOMEM, "NFC normalization: out of memory");
+        }
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, raw ? (const void *)s : (const void *)dst, (size_t)r);
+    *len += (size_t)r;
+    free(dst);
+    return HY_OK;
+}
+
+/* HF's NFC has Unicode 9.0 tables: the chars of hy_tok_nfc_keep are starters that never
+ * compose for it. Such a char blocks reordering and composition across it, so normalizing
+ * the text between them and keeping them as they are gives HF's result. */
+static hy_status nfc_hf(const char *s, size_t n, char **out, size_t *out_n, struct hy_err *err)
+{
+    size_t len = 0, cap = 0, seg = 0;
+    *out = NULL;
+    for (size_t i = 0; i < n;) {
+        int cl;
+        uint32_t cp = hy_utf8_decode((const unsigned char *)s + i, &cl);
+        bool keep = cp >= 0x7FD && hy_tok_in_ranges(hy_tok_nfc_keep, hy_tok_nfc_keep_n, cp);
+        hy_status st = HY_OK;
+        if (keep && (st = nfc_append(s + seg, i - seg, false, out, &len, &cap, err)) == HY_OK) {
+            st = nfc_append(s + i, (size_t)cl, true, out, &len, &cap, err);
+            seg = i + (size_t)cl;
+        }
+        if (st) {
+            free(*out);
+            *out = NULL;
+            return st;
+        }
+        i += (size_t)cl;
+    }
+    hy_status st = nfc_append(s + seg, n - seg, false, out, &len, &cap, err);
+    if (st) {
+        free(*out);
+        *out = NULL;
+        return st;
+    }
+    *out_n = len;
+    return HY_OK;
+}
+
 hy_status hy_tok_nfc(const char *s, size_t n, char **out, size_t *out_n, struct hy_err *err)
 {
     *out = NULL;
@@ -230,17 +301,16 @@ hy_status hy_tok_nfc(const char *s, size_t n, char **out, size_t *out_n, struct 
         i++;
     if (i == n)
         return HY_OK;
-    utf8proc_uint8_t *dst = NULL;
-    utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
-                                      UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (r < 0)
-        return hy_err_set(err, r == UTF8PROC_ERROR_NOMEM ? HY_E_NOMEM : HY_E_INVAL,
-                          "NFC normalization failed: %s", utf8proc_errmsg(r));
-    if ((size_t)r == n && !memcmp(dst, s, n)) {
+    char *dst = NULL;
+    size_t dn = 0;
+    hy_status st = nfc_hf(s, n, &dst, &dn, err);
+    if (st)
+        return st;
+    if (dn == n && !memcmp(dst, s, n)) {
         free(dst);
         return HY_OK;
     }
-    *out = (char *)dst;
-    *out_n = (size_t)r;
+    *out = dst;
+    *out_n = dn;
     return HY_OK;
 }

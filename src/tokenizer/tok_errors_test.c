@@ -5,6 +5,8 @@
 
 #include <sys/stat.h>
 
+#define BL_DECODER "{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true}"
+
 /* Parts of a small valid tokenizer.json; NULL keeps the default. */
 struct parts {
     const char *version, *truncation, *padding, *added, *normalizer, *pre, *decoder, *model;
@@ -22,7 +24,7 @@ static char *doc(const struct parts *p)
             p->pre ? p->pre
                    : "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
                      "\"trim_offsets\": true}");
-    tt_addf(&b, "\"decoder\": %s, ", p->decoder ? p->decoder : "{\"type\": \"ByteLevel\"}");
+    tt_addf(&b, "\"decoder\": %s, ", p->decoder ? p->decoder : BL_DECODER);
     if (p->model)
         tt_addf(&b, "\"model\": %s}", p->model);
     else
@@ -110,8 +112,9 @@ static void check_pipeline(struct tt *t)
     BAD_PARTS(t, HY_E_UNSUPPORTED, "decoder null", .decoder = "null");
     BAD_PARTS(t, HY_E_UNSUPPORTED, "\"WordPiece\"", .decoder = "{\"type\": \"WordPiece\"}");
     BAD_PARTS(t, HY_E_UNSUPPORTED, "Sequence",
-              .decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteLevel\"}, "
+              .decoder = "{\"type\": \"Sequence\", \"decoders\": [" BL_DECODER ", "
                          "{\"type\": \"Fuse\"}]}");
+    BAD_PARTS(t, HY_E_FORMAT, "decoder ByteLevel", .decoder = "{\"type\": \"ByteLevel\"}");
 }
 
 static void check_added(struct tt *t)
@@ -135,7 +138,7 @@ static void check_paths_and_good(struct tt *t)
     /* a folder holding tokenizer.json loads, and so do Sequences of supported pieces */
     char *good = doc(&(struct parts){
         .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}]}",
-        .decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteLevel\"}]}",
+        .decoder = "{\"type\": \"Sequence\", \"decoders\": [" BL_DECODER "]}",
         .padding = "{\"strategy\": \"BatchLongest\", \"pad_to_multiple_of\": null}",
         .model_opts = "\"dropout\": 0.0, \"continuing_subword_prefix\": \"\", "});
     snprintf(path, sizeof path, "%s/tokenizer.json", t->dir);

@@ -142,6 +142,29 @@ static void check_patterns(struct tt *t)
     p = split_json("Regex", "\\p{N}{1,3}", iso, false);
     pieces(t, p, "a12345b", "a|123|45|b");
     free(p);
+    /* Unicode 16.0 properties, as HF's Oniguruma: U+31350 (CJK Ext H, Unicode 15.0) is a
+     * letter, U+1CCF0 (Unicode 16.0) a digit, whatever the spelling of the property */
+    static const char *const letter[] = {"\\p{L}", "\\p{Letter}", "[\\p{L}]"};
+    for (int i = 0; i < 3; i++) {
+        p = split_json("Regex", letter[i], "Removed", false);
+        pieces(t, p,
+               "1\xF0\xB1\x8D\x90"
+               "2",
+               "1|2");
+        free(p);
+    }
+    p = split_json("Regex", "[^\\s\\p{L}\\p{N}]+|\\P{N}", "Removed", false);
+    pieces(t, p, "a\xF0\x9C\xB3\xB0!\xF0\xB1\x8D\x90", "\xF0\x9C\xB3\xB0");
+    free(p);
+    p = split_json("Regex", "\\pL", "Removed", false); /* the text "pL" to both engines */
+    pieces(t, p, "apL1", "a|1");
+    free(p);
+    p = split_json("Regex", "\\p{^L}", "Removed", false);
+    pieces(t, p,
+           "1\xF0\xB1\x8D\x90"
+           "2",
+           "\xF0\xB1\x8D\x90");
+    free(p);
     /* lookbehind sees the text before the search start (the whole piece is searched) */
     p = split_json("Regex", "(?<=a)b", iso, false);
     pieces(t, p, "abab", "a|b|a|b");
