@@ -188,16 +188,18 @@ static hy_status decoder(const json_t *j, int depth, struct hy_err *err)
     hy_status st = need_type(j, "decoder", &ty, err);
     if (st)
         return st;
-    if (!strcmp(ty, "ByteLevel")) { /* its options only matter to offsets; HF requires two */
+    if (!strcmp(ty, "ByteLevel")) {
+        /* Its options only matter to offsets. HF requires add_prefix_space and
+         * trim_offsets here; we accept them missing (nothing depends on them), not mistyped. */
         bool b = false;
-        st = hy_json_get_bool(j, "add_prefix_space", true, &b, err);
+        st = hy_json_get_bool(j, "add_prefix_space", false, &b, err);
         if (!st)
-            st = hy_json_get_bool(j, "trim_offsets", true, &b, err);
+            st = hy_json_get_bool(j, "trim_offsets", false, &b, err);
         if (!st)
             st = hy_json_get_bool(j, "use_regex", false, &b, err);
         if (st)
             hy_err_prefix(err, "decoder ByteLevel");
-        return hy_tok_format_status(st);
+        return st;
     }
     if (strcmp(ty, "Sequence"))
         return hy_err_set(err, HY_E_UNSUPPORTED,

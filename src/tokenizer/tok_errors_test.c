@@ -114,7 +114,8 @@ static void check_pipeline(struct tt *t)
     BAD_PARTS(t, HY_E_UNSUPPORTED, "Sequence",
               .decoder = "{\"type\": \"Sequence\", \"decoders\": [" BL_DECODER ", "
                          "{\"type\": \"Fuse\"}]}");
-    BAD_PARTS(t, HY_E_FORMAT, "decoder ByteLevel", .decoder = "{\"type\": \"ByteLevel\"}");
+    BAD_PARTS(t, HY_E_FORMAT, "decoder ByteLevel",
+              .decoder = "{\"type\": \"ByteLevel\", \"trim_offsets\": \"yes\"}");
 }
 
 static void check_added(struct tt *t)
@@ -138,7 +139,7 @@ static void check_paths_and_good(struct tt *t)
     /* a folder holding tokenizer.json loads, and so do Sequences of supported pieces */
     char *good = doc(&(struct parts){
         .normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}]}",
-        .decoder = "{\"type\": \"Sequence\", \"decoders\": [" BL_DECODER "]}",
+        .decoder = "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteLevel\"}]}",
         .padding = "{\"strategy\": \"BatchLongest\", \"pad_to_multiple_of\": null}",
         .model_opts = "\"dropout\": 0.0, \"continuing_subword_prefix\": \"\", "});
     snprintf(path, sizeof path, "%s/tokenizer.json", t->dir);
