@@ -496,3 +496,5 @@ void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out)
     out->slots_in_use = e->n_slots - e->n_free;
     pthread_mutex_unlock(&e->mu);
 }
+
+const struct hy_engine_params *hy_engine_get_params(const struct hy_engine *e) { return &e->p; }

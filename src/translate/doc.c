@@ -1,0 +1,284 @@
+/* doc.c: document translation on the engine (doc.h has the contract). */
+#include "translate/doc.h"
+
+#include "core/clock.h"
+#include "core/utf8.h"
+#include "translate/prompt.h"
+#include "translate/segment.h"
+#include "translate/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DOC_POLL_S 0.02 /* how long to wait on the oldest running segment per round */
+
+struct seg_job {
+    uint64_t h;
+    bool submitted, done;
+    enum hy_finish finish;
+    int32_t *ids; /* generated ids [max_new] */
+    int n_ids, max_new;
+    char *out;    /* decoded translation */
+    size_t out_len;
+};
+
+struct doc {
+    struct hy_engine *e;
+    const struct hy_tok *tok;
+    const struct hy_doc_opts *o;
+    const char *text;
+    size_t len;
+    enum hy_prompt_style style;
+    const struct hy_lang *src;
+    int32_t stop[HY_ENGINE_MAX_STOP];
+    int n_stop;
+    struct hy_seg *segs;
+    struct seg_job *jobs;
+    size_t n, next_submit, next_write, n_done, trail;
+    int32_t *prompt; /* scratch [max_seq_tokens] */
+    int32_t *count_buf; /* scratch for the token-count callback [len + 1] */
+    struct hy_doc_result *res;
+    double t0;
+};
+
+/* Tokens in s: the segmenter's length measure. */
+static size_t count_tokens(void *ctx, const char *s, size_t n)
+{
+    struct doc *d = ctx;
+    size_t got = 0;
+    if (hy_tok_encode(d->tok, s, n, false, d->count_buf, d->len + 1, &got, NULL) != HY_OK)
+        return n; /* cannot happen for valid UTF-8 within the document; bytes bound tokens */
+    return got;
+}
+
+static hy_status split(struct doc *d, struct hy_err *err)
+{
+    struct hy_seg_opts so = {(size_t)(d->o->max_seg_tokens > 0 ? d->o->max_seg_tokens : 256),
+                             count_tokens, d, d->o->keep_lines};
+    size_t n = 0, trail = 0;
+    hy_status st = hy_seg_split(d->text, d->len, &so, NULL, 0, &n, &trail, err);
+    if (st && st != HY_E_NOSPACE)
+        return st;
+    d->segs = calloc(n ? n : 1, sizeof *d->segs);
+    d->jobs = calloc(n ? n : 1, sizeof *d->jobs);
+    if (!d->segs || !d->jobs)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %zu segments", n);
+    st = hy_seg_split(d->text, d->len, &so, d->segs, n, &d->n, &d->trail, err);
+    d->res->segments = d->n;
+    return st;
+}
+
+/* Builds segment i's prompt and submits it. HY_E_NOSPACE: the engine's queue is full. */
+static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
+{
+    const struct hy_engine_params *ep = hy_engine_get_params(d->e);
+    const struct hy_seg *g = &d->segs[i];
+    struct seg_job *j = &d->jobs[i];
+    size_t n = 0;
+    hy_status st = hy_prompt_translate(d->tok, d->style, d->src, d->o->tgt, d->text + g->off,
+                                       g->len, d->prompt, (size_t)ep->max_seq_tokens - 1, &n,
+                                       err);
+    if (st)
+        return st == HY_E_NOSPACE ? HY_E_RANGE : st;
+    int room = ep->max_seq_tokens - (int)n;
+    int want = d->o->max_new_tokens > 0 ? d->o->max_new_tokens
+                                        : 2 * (int)count_tokens(d, d->text + g->off, g->len) + 64;
+    j->max_new = want < room ? want : room;
+    if (j->max_new < 1)
+        return hy_err_set(err, HY_E_RANGE, "segment %zu's prompt fills the %d-token limit", i,
+                          ep->max_seq_tokens);
+    struct hy_engine_request r = {.prompt = d->prompt, .n_prompt = (int)n,
+                                  .max_new_tokens = j->max_new, .sampling = d->o->sampling,
+                                  .timeout_s = d->o->timeout_s, .n_stop = d->n_stop};
+    memcpy(r.stop_ids, d->stop, sizeof d->stop);
+    if (!j->ids && !(j->ids = malloc((size_t)j->max_new * sizeof *j->ids)))
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    st = hy_engine_submit(d->e, &r, &j->h, err);
+    if (!st) {
+        j->submitted = true;
+        d->res->tokens_in += (int64_t)n;
+    }
+    return st;
+}
+
+/* Marks segment i done: decodes its ids (special tokens such as the stop token dropped). */
+static void finish(struct doc *d, size_t i, enum hy_finish why)
+{
+    struct seg_job *j = &d->jobs[i];
+    j->done = true;
+    j->finish = why;
+    d->n_done++;
+    if (why == HY_FINISH_LENGTH)
+        d->res->cut++;
+    if (why != HY_FINISH_STOP && why != HY_FINISH_LENGTH) {
+        d->res->failed++; /* the original text stands in */
+    } else {
+        size_t cap = (size_t)j->n_ids * 16 + 16, n = 0;
+        j->out = malloc(cap);
+        hy_status st = j->out ? hy_tok_decode(d->tok, j->ids, (size_t)j->n_ids, true, j->out, cap,
+                                              &n, NULL)
+                              : HY_E_NOMEM;
+        if (st == HY_E_NOSPACE) {
+            char *bigger = realloc(j->out, n);
+            j->out = bigger ? bigger : j->out;
+            st = bigger ? hy_tok_decode(d->tok, j->ids, (size_t)j->n_ids, true, j->out, n, &n,
+                                        NULL)
+                        : HY_E_NOMEM;
+        }
+        j->out_len = st ? 0 : n;
+        if (st)
+            d->res->failed++;
+    }
+    free(j->ids);
+    j->ids = NULL;
+    if (d->o->progress) {
+        struct hy_doc_progress p = {d->n_done, d->n, d->res->tokens_in, d->res->tokens_out,
+                                    hy_clock_now() - d->t0};
+        d->o->progress(d->o->progress_ctx, &p);
+    }
+}
+
+/* Reads what the engine produced for the running segments; waits a little on the oldest. */
+static void poll_engine(struct doc *d)
+{
+    bool waited = false;
+    for (size_t i = d->next_write; i < d->next_submit; i++) {
+        struct seg_job *j = &d->jobs[i];
+        if (!j->submitted || j->done)
+            continue;
+        struct hy_engine_status st;
+        int k = hy_engine_read(d->e, j->h, j->ids + j->n_ids, j->max_new - j->n_ids,
+                               waited ? 0 : DOC_POLL_S, &st);
+        waited = true;
+        if (k < 0) {
+            finish(d, i, HY_FINISH_ERROR);
+            continue;
+        }
+        j->n_ids += k;
+        d->res->tokens_out += k;
+        if (st.done && st.n_generated == j->n_ids) {
+            hy_engine_release(d->e, j->h);
+            finish(d, i, st.finish);
+        }
+    }
+}
+
+/* Trims Unicode whitespace at both ends of s[0..*n). */
+static const char *trim(const char *s, size_t *n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t a = 0, b = *n;
+    while (a < b) {
+        int l;
+        if (!text_is_space(text_decode(p + a, b - a, &l)))
+            break;
+        a += (size_t)l;
+    }
+    while (b > a) {
+        size_t c = b - 1;
+        while (c > a && (p[c] & 0xC0) == 0x80)
+            c--;
+        int l;
+        if (!text_is_space(text_decode(p + c, b - c, &l)) || c + (size_t)l != b)
+            break;
+        b = c;
+    }
+    *n = b - a;
+    return s + a;
+}
+
+/* Writes every finished segment at the front of the document, in order. */
+static hy_status flush(struct doc *d, struct hy_err *err)
+{
+    while (d->next_write < d->n && d->jobs[d->next_write].done) {
+        const struct hy_seg *g = &d->segs[d->next_write];
+        struct seg_job *j = &d->jobs[d->next_write];
+        size_t n = j->out_len;
+        const char *s = j->out && n ? trim(j->out, &n) : NULL;
+        if (!s || !n) { /* nothing usable came back: keep the original */
+            s = d->text + g->off;
+            n = g->len;
+        }
+        hy_status st = d->o->write(d->o->write_ctx, d->text + g->sep_off, g->sep_len, err);
+        if (!st)
+            st = d->o->write(d->o->write_ctx, s, n, err);
+        free(j->out);
+        j->out = NULL;
+        d->next_write++;
+        if (st)
+            return st;
+    }
+    return HY_OK;
+}
+
+/* Submits what the engine takes, collects results, writes in order, until all are out. */
+static hy_status run(struct doc *d, struct hy_err *err)
+{
+    while (d->next_write < d->n) {
+        while (d->next_submit < d->n) {
+            hy_status st = submit(d, d->next_submit, err);
+            if (st == HY_E_NOSPACE && d->next_submit > d->next_write)
+                break; /* the queue is full: wait for room */
+            if (st == HY_E_NOSPACE) {
+                /* nothing of ours in flight yet the queue is full: others' requests; wait */
+                struct timespec ts = {0, 10000000};
+                nanosleep(&ts, NULL);
+                break;
+            }
+            if (st)
+                finish(d, d->next_submit, HY_FINISH_ERROR); /* keeps the original text */
+            d->next_submit++;
+        }
+        poll_engine(d);
+        hy_status st = flush(d, err);
+        if (st)
+            return st;
+    }
+    return d->o->write(d->o->write_ctx, d->text + d->trail, d->len - d->trail, err);
+}
+
+static void cleanup(struct doc *d)
+{
+    for (size_t i = 0; d->jobs && i < d->n; i++) {
+        if (d->jobs[i].submitted && !d->jobs[i].done)
+            hy_engine_release(d->e, d->jobs[i].h); /* cancels it */
+        free(d->jobs[i].ids);
+        free(d->jobs[i].out);
+    }
+    free(d->jobs);
+    free(d->segs);
+    free(d->prompt);
+    free(d->count_buf);
+}
+
+hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,
+                           size_t len, const struct hy_doc_opts *o, struct hy_doc_result *res,
+                           struct hy_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!o->tgt || !o->write)
+        return hy_err_set(err, HY_E_INVAL, "a target language and an output are required");
+    size_t bad = hy_utf8_validate(text, len);
+    if (bad < len)
+        return hy_err_set(err, HY_E_INVAL, "the text is not valid UTF-8 (byte %zu)", bad);
+    struct doc d = {.e = e, .tok = tok, .o = o, .text = text, .len = len, .res = res,
+                    .t0 = hy_clock_now()};
+    d.src = o->src ? o->src : hy_lang_detect(text, len);
+    res->src = d.src;
+    hy_status st = hy_prompt_style_detect(tok, &d.style, err);
+    if (st)
+        return st;
+    d.n_stop = (int)hy_prompt_stop_ids(tok, d.style, d.stop, HY_ENGINE_MAX_STOP);
+    d.prompt = malloc((size_t)hy_engine_get_params(e)->max_seq_tokens * sizeof *d.prompt);
+    d.count_buf = malloc((len + 1) * sizeof *d.count_buf);
+    if (!d.prompt || !d.count_buf)
+        st = hy_err_set(err, HY_E_NOMEM, "out of memory for a %zu-byte document", len);
+    if (!st)
+        st = split(&d, err);
+    if (!st)
+        st = run(&d, err);
+    res->elapsed_s = hy_clock_now() - d.t0;
+    cleanup(&d);
+    return st;
+}

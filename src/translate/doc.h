@@ -1,0 +1,58 @@
+/* doc.h: translating a whole document on the engine: the library call behind
+ * `hymt translate` (and the HTTP API). The text is split into segments (segment.h), each
+ * becomes a translation prompt (prompt.h), all segments are submitted to the engine at once
+ * (as many as its queue takes, the rest as room frees up) so continuous batching
+ * translates them together, and the translations are written out in document order, with
+ * the original whitespace and paragraph structure, as soon as each one and all before it
+ * are done. Nothing is dropped: a segment that fails keeps its original text and is
+ * counted in the result. Runs on the calling thread (it waits on the engine); allocates
+ * per document (segments, outputs), never on the engine thread.
+ * Errors: HY_E_INVAL for bad options or text that is not UTF-8; the sink's own error. */
+#ifndef HY_TRANSLATE_DOC_H
+#define HY_TRANSLATE_DOC_H
+
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+#include "translate/lang.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hy_doc_progress {
+    size_t done, total;  /* segments finished / in the document */
+    int64_t tokens_in;   /* prompt tokens submitted so far */
+    int64_t tokens_out;  /* tokens generated so far */
+    double elapsed_s;
+};
+
+struct hy_doc_opts {
+    const struct hy_lang *src;         /* NULL: detect from the text (may stay unknown) */
+    const struct hy_lang *tgt;         /* required */
+    struct hy_sampler_params sampling; /* hy_sampler_params_default() for translation */
+    int max_seg_tokens;                /* longest segment in tokens (default 256) */
+    int max_new_tokens;                /* per segment; 0: 2 x its tokens + 64, within limits */
+    bool keep_lines;                   /* never merge across line breaks */
+    double timeout_s;                  /* per segment; 0: none */
+    /* Output sink, called in document order; a non-OK return stops the translation. */
+    hy_status (*write)(void *ctx, const char *s, size_t n, struct hy_err *err);
+    void *write_ctx;
+    /* Optional: called when a segment finishes. */
+    void (*progress)(void *ctx, const struct hy_doc_progress *p);
+    void *progress_ctx;
+};
+
+struct hy_doc_result {
+    size_t segments;
+    size_t cut;             /* segments that hit max_new_tokens */
+    size_t failed;          /* segments kept in the original (engine error, timeout) */
+    int64_t tokens_in, tokens_out;
+    const struct hy_lang *src; /* the source language used (detected or given); may be NULL */
+    double elapsed_s;
+};
+
+hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,
+                           size_t len, const struct hy_doc_opts *o, struct hy_doc_result *res,
+                           struct hy_err *err);
+
+#endif
