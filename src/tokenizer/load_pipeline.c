@@ -244,6 +244,10 @@ static hy_status nfc_append(const char *s, size_t n, bool raw, char **buf, size_
     if (r < 0)
         return hy_err_set(err, r == UTF8PROC_ERROR_NOMEM ? HY_E_NOMEM : HY_E_INVAL,
                           "NFC normalization failed: %s", utf8proc_errmsg(r));
+    if (r == 0) { /* an empty segment (two kept chars in a row, or one at the start) */
+        free(dst);
+        return HY_OK;
+    }
     if (*len + (size_t)r > *cap) {
         size_t nc = (*len + (size_t)r) * 2 + 16;
         char *nb = realloc(*buf, nc);

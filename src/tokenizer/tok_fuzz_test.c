@@ -31,7 +31,8 @@ static const char *const pool[] = {
     "\xE2\x84\xAB", "😀", "👍🏽", "👨\xE2\x80\x8D👩\xE2\x80\x8D👧", "🇯🇵", "\xE2\x80\x8B",
     "\xC2\xA0", "　", "ｆ", "!", ".", "...", "<|", "|>", "<|endoftext|>", "<|eos|>",
     "<|extra_0|>", "<｜hy_User｜>", "endoftext", "\xEF\xBF\xBD", "١٢", "५", "ก\xE0\xB8\xB1",
-    "http://x.y/z?q=1", "x", "xx", "ax b",
+    "http://x.y/z?q=1", "x", "xx", "ax b", "\xE0\xA3\x8F", "\xF0\x9E\x80\x91",
+    "\xF0\xB1\x8D\x90",
 };
 // clang-format on
 

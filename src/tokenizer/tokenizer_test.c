@@ -132,6 +132,7 @@ static void check_normalizer(struct tt *t)
      * so U+1E011 (ccc 230) is not moved after it; U+0301 stays too. */
     tt_expect(&k, "x\xF0\x9E\x80\x91\xE0\xA3\x8F\xCC\x81", true,
               "120 240 158 128 145 224 163 143 204 129");
+    tt_expect(&k, "\xE0\xA3\x8F\xE0\xA3\x8F\xCC\x81", true, "224 163 143 224 163 143 204 129");
     hy_tok_destroy(k.tok);
     k = make(t, "{\"type\": \"Sequence\", \"normalizers\": [" NFC ", " NFC "]}", BL_REGEX, NULL,
              false);
