@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "model/hunyuan.h"
+#include "tokenizer/tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +26,9 @@ static const struct cli_cmd cmd = {
     "\n"
     "  -m, --model DIR       checkpoint folder (config.json + safetensors)\n"
     "  --ids LIST            prompt token ids, comma-separated\n"
-    "  --prompt TEXT         prompt text (needs the tokenizer; not available yet)\n"
+    "  --prompt TEXT         prompt text, encoded with MODEL/tokenizer.json as it is: no\n"
+    "                        template, no BOS; control tokens written in it are honoured\n"
+    "  --text                print the generated text instead of the ids\n"
     "  -n, --n-predict N     tokens to generate (1..65536)\n"
     "  --temp T              sampling temperature; 0 (default) is greedy\n"
     "  --seed N              random seed for sampling (default 0)\n"
@@ -41,7 +44,7 @@ struct gen_opts {
     const char *model, *ids, *prompt, *dump;
     int64_t n, seed, threads;
     double temp;
-    bool ignore_eos;
+    bool ignore_eos, text;
 };
 
 /* Stop ids: the config's eos list and eod, plus generation_config.json's eos list. */
@@ -94,6 +97,42 @@ static int32_t pick(const float *logits, int64_t V, double temp, uint64_t *rng)
             return (int32_t)i;
     }
     return (int32_t)best;
+}
+
+/* Decodes ids with the model's tokenizer and prints the text and a newline. */
+static int print_text(const char *dir, const int32_t *ids, int n)
+{
+    struct hy_tok *tok = NULL;
+    struct hy_err err = {{0}};
+    size_t cap = (size_t)n * 64 + 64, len = 0;
+    char *buf = malloc(cap);
+    hy_status s = buf ? hy_tok_load(&tok, dir, &err) : HY_E_NOMEM;
+    if (!s)
+        s = hy_tok_decode(tok, ids, (size_t)n, true, buf, cap, &len, &err);
+    if (s)
+        fprintf(stderr, "hymt generate: %s\n", buf ? err.msg : "out of memory");
+    else
+        printf("%.*s\n", (int)len, buf);
+    free(buf);
+    hy_tok_destroy(tok);
+    return s ? 1 : 0;
+}
+
+/* Encodes --prompt with the model's tokenizer; returns the id count or -1. */
+static int encode_prompt(const char *dir, const char *text, int32_t *ids, int cap)
+{
+    struct hy_tok *tok = NULL;
+    struct hy_err err = {{0}};
+    size_t n = 0;
+    hy_status s = hy_tok_load(&tok, dir, &err);
+    if (!s)
+        s = hy_tok_encode(tok, text, strlen(text), true, ids, (size_t)cap, &n, &err);
+    hy_tok_destroy(tok);
+    if (s)
+        fprintf(stderr, "hymt generate: --prompt: %s\n", err.msg);
+    else if (n == 0)
+        fprintf(stderr, "hymt generate: --prompt: the text encodes to no tokens\n");
+    return s || n == 0 ? -1 : (int)n;
 }
 
 static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
@@ -152,9 +191,14 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
         fprintf(stderr, "hymt generate: %s\n", err.msg);
         goto done;
     }
-    for (int i = 0; i < n_out; i++)
-        printf(i ? " %d" : "%d", out[i]);
-    printf("\n");
+    if (o->text) {
+        if (print_text(o->model, out, n_out))
+            goto done;
+    } else {
+        for (int i = 0; i < n_out; i++)
+            printf(i ? " %d" : "%d", out[i]);
+        printf("\n");
+    }
     HY_LOGI("prompt: %d tokens in %.1f ms (%.2f tok/s); generated %d tokens, %d decode steps "
             "in %.1f ms (%.2f tok/s); %d threads",
             n_prompt, (t1 - t0) * 1e3, n_prompt / (t1 - t0), n_out, n_out - 1, (t2 - t1) * 1e3,
@@ -185,6 +229,7 @@ int cmd_generate(int argc, char **argv)
         {"temp", CLI_REAL, &o.temp, 0, 100, false},
         {"seed", CLI_INT, &o.seed, 0, 9007199254740991.0, false},
         {"ignore-eos", CLI_FLAG, &o.ignore_eos, 0, 0, false},
+        {"text", CLI_FLAG, &o.text, 0, 0, false},
         {"dump-logits", CLI_STR, &o.dump, 0, 0, false},
         {"t|threads", CLI_INT, &o.threads, 1, 256, false},
     };
@@ -197,16 +242,14 @@ int cmd_generate(int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required");
     if (o.n < 0)
         return cli_fail(&cmd, "-n N is required");
-    if (o.prompt)
-        return cli_fail(&cmd, "--prompt needs the tokenizer, which this build does not have yet; "
-                              "use --ids");
-    if (!o.ids)
-        return cli_fail(&cmd, "give the prompt with --ids 1,2,3");
+    if (!o.ids == !o.prompt)
+        return cli_fail(&cmd, "give the prompt with either --ids 1,2,3 or --prompt TEXT");
     int32_t *prompt = malloc(GEN_MAX_IDS * sizeof *prompt);
     if (!prompt)
         return 1;
-    int n_prompt = cli_parse_ids(&cmd, o.ids, prompt, GEN_MAX_IDS);
-    int rc = n_prompt < 0 ? 2 : run(&o, prompt, n_prompt);
+    int n_prompt = o.ids ? cli_parse_ids(&cmd, o.ids, prompt, GEN_MAX_IDS)
+                         : encode_prompt(o.model, o.prompt, prompt, GEN_MAX_IDS);
+    int rc = n_prompt < 0 ? (o.ids ? 2 : 1) : run(&o, prompt, n_prompt);
     free(prompt);
     return rc;
 }

@@ -96,8 +96,36 @@ expect 2 "generate -n abc" -- "$HYMT" generate -m "$M" --ids 1 -n abc
 one_line "generate -n abc"
 expect 2 "generate bad ids" -- "$HYMT" generate -m "$M" --ids 1,,2 -n 1
 expect 2 "generate negative temp" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --temp -1
-expect 2 "generate --prompt before the tokenizer" -- "$HYMT" generate -m "$M" --prompt hi -n 1
-one_line "generate --prompt"
+expect 1 "generate --prompt without a tokenizer" -- "$HYMT" generate -m "$M" --prompt hi -n 1
+one_line "generate --prompt without a tokenizer"
+contains "$TMP/err" "tokenizer.json" "names the missing tokenizer"
+T=$DATA/tiny-mqa
+expect 0 "generate --prompt" -- "$HYMT" -q generate -m "$T" --prompt "<|startoftext|>Hello<|extra_0|>" -n 4 --ignore-eos
+checks=$((checks + 1))
+[ "$(wc -w <"$TMP/out")" = 4 ] || { fails=$((fails+1)); echo "FAIL: generate --prompt printed: $(cat "$TMP/out")"; }
+expect 0 "generate --prompt --text" -- "$HYMT" -q generate -m "$T" --prompt "Hello" -n 4 --text --ignore-eos
+expect 2 "generate with both --ids and --prompt" -- "$HYMT" generate -m "$T" --prompt hi --ids 1 -n 1
+
+# translate: mechanics on the tiny checkpoint (its output is random text)
+printf 'First paragraph. Two sentences here!\n\n\nSecond paragraph.\n' >"$TMP/doc.txt"
+expect 0 "translate stdin" -- sh -c "'$HYMT' translate -m '$T' --to en --greedy <'$TMP/doc.txt'"
+contains "$TMP/err" "stdin: 2 segments" "translate summary line"
+contains "$TMP/err" "auto -> en" "translate summary names the languages"
+expect 0 "translate file to -o" -- "$HYMT" translate -m "$T" --to zh --from en --greedy "$TMP/doc.txt" -o "$TMP/out.txt"
+checks=$((checks + 1))
+[ "$(grep -c . "$TMP/out.txt")" -ge 2 ] || { fails=$((fails+1)); echo "FAIL: translate -o wrote: $(cat "$TMP/out.txt")"; }
+expect 0 "translate small segments" -- "$HYMT" translate -m "$T" --to de --greedy --max-seg-tokens 8 "$TMP/doc.txt"
+contains "$TMP/err" "segments" "translate summary"
+expect 2 "translate unknown language" -- "$HYMT" translate -m "$T" --to klingon "$TMP/doc.txt"
+one_line "translate unknown language"
+contains "$TMP/err" "zh-Hant" "unknown language lists the valid codes"
+expect 2 "translate without --to" -- "$HYMT" translate -m "$T" "$TMP/doc.txt"
+printf 'bad \377 byte\n' >"$TMP/bad.txt"
+expect 1 "translate invalid UTF-8" -- "$HYMT" translate -m "$T" --to en "$TMP/bad.txt"
+contains "$TMP/err" "invalid UTF-8 at byte 4" "names the bad byte"
+expect 0 "translate --replace-invalid" -- "$HYMT" translate -m "$T" --to en --greedy --replace-invalid "$TMP/bad.txt"
+expect 1 "translate missing file" -- "$HYMT" translate -m "$T" --to en "$TMP/nope.txt"
+expect 1 "translate without a tokenizer" -- "$HYMT" translate -m "$M" --to en "$TMP/doc.txt"
 expect 1 "generate id out of vocab" -- "$HYMT" generate -m "$M" --ids 1,512 -n 1
 contains "$TMP/err" "out of the vocabulary" "names the bad id"
 expect 1 "generate missing model" -- "$HYMT" generate -m "$TMP/nope" --ids 1 -n 1
