@@ -4,7 +4,9 @@
  * added_tokens (special and not), normalizer (null, NFC, Sequence), pre_tokenizer
  * (ByteLevel with or without its regex, Split with Regex or String pattern and every
  * behavior, invert, Sequence), ByteLevel decoder (alone or as a one-member Sequence).
- * Regexes run through Oniguruma with the options HF tokenizers uses (regex.c says which).
+ * Regexes run through Oniguruma with the options HF tokenizers uses (regex.c says which),
+ * with HF's Unicode data: regex properties as its Oniguruma (Unicode 16.0), NFC as its
+ * normalizer (Unicode 9.0 tables).
  * post_processor is ignored (encode never adds special tokens); truncation must be null.
  * Anything else is a load-time error naming the construct.
  * A loaded struct hy_tok is immutable: encode/decode may run on any number of threads at
