@@ -103,6 +103,7 @@ static void intake(struct hy_engine *e, double now)
     while (e->n_in > 0) {
         struct slot *s = &e->slots[e->incoming[e->in_head]];
         if (s->cancel_req) {
+            e->n_waiting--; /* leaves the queue now, not at the next publish */
             slot_finish(e, s, HY_FINISH_CANCELLED, now);
         } else {
             struct hy_sched_request r = {s->prompt, s->req.n_prompt, s->req.max_new_tokens,
@@ -112,6 +113,7 @@ static void intake(struct hy_engine *e, double now)
             if (st == HY_E_NOSPACE)
                 break; /* preempted sequences filled the scheduler's queue: next step */
             if (st) {
+                e->n_waiting--;
                 slot_finish(e, s, HY_FINISH_ERROR, now);
             } else {
                 s->state = SLOT_ACTIVE;

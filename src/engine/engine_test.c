@@ -163,10 +163,14 @@ static void test_limits(void)
         CHECK(st.finish == HY_FINISH_CANCELLED || st.finish == HY_FINISH_LENGTH);
         hy_engine_release(e, h[r]);
     }
+    check_idle(e); /* the cancelled requests' room is published after the engine's next step */
     struct hy_engine_request q = greedy_req(prompts[1], plen[1], 900);
     q.timeout_s = 0.003;
     uint64_t t;
-    CHECK(hy_engine_submit(e, &q, &t, &err) == HY_OK);
+    struct hy_engine_stats dbg;
+    hy_engine_stats(e, &dbg);
+    CHECKF(hy_engine_submit(e, &q, &t, &err) == HY_OK, "%s (waiting %d, slots %lld)", err.msg,
+           dbg.n_waiting, (long long)dbg.slots_in_use);
     int32_t out[1024];
     struct hy_engine_status st;
     int n = drain(e, t, out, 1024, &st);
