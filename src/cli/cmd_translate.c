@@ -41,6 +41,7 @@ static const struct cli_cmd cmd = {
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     "  --kv-memory SIZE           KV cache size (default 1G), e.g. 512M\n"
     "  --max-running N            segments decoded together (default 16)\n"
+    "  --max-queue N              segments waiting in the engine (default 1024)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     "  -t, --threads N            CPU threads (default: all online CPUs)\n"
     "  -h, --help                 this text\n"
@@ -51,7 +52,7 @@ static const struct cli_cmd cmd = {
 
 struct tr_opts {
     const char *model, *to, *from, *out, *kv;
-    int64_t threads, top_k, seed, max_seg, max_new, max_running, mbt;
+    int64_t threads, top_k, seed, max_seg, max_new, max_running, mbt, max_queue;
     double temp, top_p, rep, timeout;
     bool greedy, keep_lines, replace;
 };
@@ -197,6 +198,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         {"kv-memory", CLI_STR, &o->kv, 0, 0, false},
         {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
+        {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
     };
@@ -231,6 +233,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     struct hy_tok *tok = NULL;
     struct hy_engine *e = NULL;
     struct hy_engine_params ep = hy_engine_params_default();
+    ep.max_queue = o->max_queue ? (int)o->max_queue : 1024; /* a document's segments at once */
     if (o->max_running)
         ep.max_running = (int)o->max_running;
     if (o->mbt)

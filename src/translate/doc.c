@@ -139,14 +139,18 @@ static void finish(struct doc *d, size_t i, enum hy_finish why)
     }
 }
 
-/* Reads what the engine produced for the running segments; waits a little on the oldest. */
+/* Reads what the engine produced for the running segments; waits a little on the oldest.
+ * The engine admits requests in FIFO order, so only the first unfinished ones (a window of
+ * twice its running limit) can have made progress: later ones are not polled. */
 static void poll_engine(struct doc *d)
 {
     bool waited = false;
-    for (size_t i = d->next_write; i < d->next_submit; i++) {
+    int window = 2 * hy_engine_get_params(d->e)->max_running + 8;
+    for (size_t i = d->next_write; i < d->next_submit && window > 0; i++) {
         struct seg_job *j = &d->jobs[i];
         if (!j->submitted || j->done)
             continue;
+        window--;
         struct hy_engine_status st;
         int k = hy_engine_read(d->e, j->h, j->ids + j->n_ids, j->max_new - j->n_ids,
                                waited ? 0 : DOC_POLL_S, &st);
