@@ -33,7 +33,9 @@ hy_status hy_fmap_open(struct hy_fmap *m, const char *path, struct hy_err *err)
         close(fd);
         return HY_OK;
     }
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    /* MAP_POPULATE maps every page now (about 0.04 s per GB from the page cache), so the
+     * first request does not pay millions of page faults: start-up is the place for it */
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     int e = errno;
     close(fd); /* the mapping keeps its own reference to the file */
     if (p == MAP_FAILED)
