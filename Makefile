@@ -41,17 +41,20 @@ test-asan:
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -L 'unit|model'
 
-# The demo model: random weights with the tiny shapes, generated on first use.
+# The demo model: random weights with the tiny shapes, generated on first use, with the
+# tiny test tokenizer (512 ids, the 7B vocabulary's control tokens).
 $(DEMO_MODEL)/config.json: | build
-	$(BUILD)/hymt make-test-model --out $(DEMO_MODEL) --preset tiny --seed 1
+	$(BUILD)/hymt make-test-model --out $(DEMO_MODEL) --preset tiny --seed 3
+	cp tests/data/tiny-mqa/tokenizer.json tests/data/tiny-mqa/tokenizer_config.json $(DEMO_MODEL)/
 
 demo-model: $(DEMO_MODEL)/config.json
 
-# Until the HTTP server exists, the main job is a generation on the demo model.
+# Until the HTTP server exists, the main job is a document translation on the demo model.
 serve: build demo-model
-	@echo "hymt: serving the embedded demo model (random weights): use a real checkpoint with"
-	@echo "      build/hymt generate -m /path/to/Hunyuan-MT-7B --ids ... -n 32"
-	$(BUILD)/hymt generate -m $(DEMO_MODEL) --ids 497,10,20,30,40 -n 16 --ignore-eos
+	@echo "hymt: translating with the embedded demo model (RANDOM WEIGHTS: the output is"
+	@echo "      meaningless). For real translations: build/hymt translate -m /path/to/Hunyuan-MT-7B --to en FILE"
+	printf 'Hunyuan-MT translates whole documents.\n\nIt keeps the paragraphs. 今天天气很好。\n' | \
+		$(BUILD)/hymt translate -m $(DEMO_MODEL) --to zh --max-new-tokens 24
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
