@@ -65,3 +65,6 @@ endforeach()
 add_test(NAME tok_cli_test COMMAND sh ${HYMT_TOK_DIR}/tokenize_cli_test.sh $<TARGET_FILE:hymt>
   ${CMAKE_SOURCE_DIR})
 set_tests_properties(tok_cli_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# The public header alone is enough to embed the engine.
+hy_add_test(hymt_api_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/api/hymt_api_test.c)
