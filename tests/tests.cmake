@@ -68,3 +68,15 @@ set_tests_properties(tok_cli_test PROPERTIES LABELS unit TIMEOUT 300)
 
 # The public header alone is enough to embed the engine.
 hy_add_test(hymt_api_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/api/hymt_api_test.c)
+
+# The web page in headless Chromium (label "web"; tests/web/browser_test.sh installs the
+# pinned playwright-core into the build folder, Debian chromium must be installed).
+# web_page_stub: web/index.html as in the tree against tests/web/stub_server.mjs (the page
+# alone). web_page_hymt: the page embedded in hymt, against `hymt serve` on the tiny
+# checkpoint (skipped, 77, while hymt has no serve command).
+add_test(NAME web_page_stub COMMAND sh ${CMAKE_SOURCE_DIR}/tests/web/browser_test.sh
+  ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} stub)
+add_test(NAME web_page_hymt COMMAND sh ${CMAKE_SOURCE_DIR}/tests/web/browser_test.sh
+  ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} hymt $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
+set_tests_properties(web_page_stub web_page_hymt PROPERTIES LABELS web TIMEOUT 600
+  SKIP_RETURN_CODE 77 RESOURCE_LOCK hymt_chromium)

@@ -79,6 +79,12 @@ struct hy_backend_i {
                      int64_t n);
     /* x[i] += y[i]. */
     void (*add)(struct hy_backend *be, float *x, const float *y, int64_t n);
+
+    /* (optional) Copies weight *w (data in host memory, e.g. the mmapped file) into backend
+     * memory once, at load, in the dtype the backend computes with, and points w->data and
+     * w->dtype at the copy; free it with free(be, w->data). On failure *w is unchanged.
+     * NULL (the CPU backends): the ops read weights where they lie. */
+    hy_status (*weight_upload)(struct hy_backend *be, struct hy_weight *w, struct hy_err *err);
 };
 
 struct hy_backend {

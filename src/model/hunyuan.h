@@ -46,6 +46,7 @@ struct hy_model {
     float *inv_freq;                 /* [hd/2] RoPE inverse frequencies, backend memory */
     bool lm_head_stored;             /* tied config and lm_head.weight stored anyway */
     bool lm_head_equal;              /* ... equal to embed_tokens bit for bit (then unused) */
+    bool weights_uploaded;           /* weights copied by be->i->weight_upload (freed here) */
     int64_t n_params;                /* parameters used by the forward pass */
 };
 

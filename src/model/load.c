@@ -95,6 +95,74 @@ static hy_status check_stored_head(struct hy_model *m, struct hy_err *err)
     return bind(&m->lm_head, m->st, "lm_head.weight", m->cfg.vocab_size, m->cfg.hidden_size, err);
 }
 
+/* Every distinct weight of the model, the head only when it is not the embedding. */
+static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
+{
+    int n = 0;
+    ws[n++] = &m->tok_embd;
+    ws[n++] = &m->out_norm;
+    if (m->lm_head.data != m->tok_embd.data)
+        ws[n++] = &m->lm_head;
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        struct hy_layer_weights *l = &m->layers[i];
+        struct hy_weight *lw[] = {&l->attn_norm, &l->wq, &l->wk,     &l->wv,   &l->q_norm, &l->k_norm,
+                                  &l->wo,        &l->ffn_norm, &l->w_gate, &l->w_up, &l->w_down};
+        for (size_t k = 0; k < sizeof lw / sizeof lw[0]; k++) {
+            HY_ASSERT(n < cap);
+            ws[n++] = lw[k];
+        }
+    }
+    return n;
+}
+
+/* Backends with device memory (weight_upload set) get their copy of every weight once.
+ * All or nothing: on failure the copies made so far are freed and the weights point at
+ * the mapped file again. */
+static hy_status upload_weights(struct hy_model *m, struct hy_err *err)
+{
+    struct hy_backend *be = m->be;
+    if (!be->i->weight_upload)
+        return HY_OK;
+    bool tied = m->lm_head.data == m->tok_embd.data;
+    int cap = 3 + 11 * (int)m->cfg.num_hidden_layers;
+    struct hy_weight **ws = malloc((size_t)cap * sizeof *ws), *saved = malloc((size_t)cap * sizeof *saved);
+    if (!ws || !saved) {
+        free(ws);
+        free(saved);
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    }
+    int n = all_weights(m, ws, cap), k = 0;
+    hy_status s = HY_OK;
+    for (; k < n && !s; k++) {
+        saved[k] = *ws[k];
+        s = be->i->weight_upload(be, ws[k], err);
+    }
+    if (s) {
+        for (int i = 0; i < k - 1; i++) {
+            be->i->free(be, (void *)ws[i]->data);
+            *ws[i] = saved[i];
+        }
+    } else {
+        if (tied)
+            m->lm_head = m->tok_embd;
+        m->weights_uploaded = true;
+    }
+    free(ws);
+    free(saved);
+    return s;
+}
+
+static void free_weights(struct hy_model *m)
+{
+    int cap = 3 + 11 * (int)m->cfg.num_hidden_layers;
+    struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
+    HY_ASSERT(ws);
+    int n = all_weights(m, ws, cap);
+    for (int i = 0; i < n; i++)
+        m->be->i->free(m->be, (void *)ws[i]->data);
+    free(ws);
+}
+
 static hy_status bind_all(struct hy_model *m, struct hy_err *err)
 {
     const struct hy_config *c = &m->cfg;
@@ -153,6 +221,8 @@ hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backen
         s = hy_st_open(&m->st, dir, err);
     if (!s)
         s = bind_all(m, err);
+    if (!s)
+        s = upload_weights(m, err);
     if (!s) {
         size_t bytes = (size_t)(m->cfg.head_dim / 2) * sizeof(float);
         float host[512];
@@ -177,6 +247,8 @@ void hy_model_destroy(struct hy_model *m)
         return;
     if (m->inv_freq)
         m->be->i->free(m->be, m->inv_freq);
+    if (m->weights_uploaded)
+        free_weights(m);
     free(m->layers);
     hy_st_close(m->st);
     free(m);

@@ -1,0 +1,73 @@
+#!/bin/sh
+# gpu.sh [OUT=$OUT or /tmp/gpu-out]: everything the CUDA backend needs checked on the GPU
+# machine, in one go (issue 6): build for sm_90, `ctest -L cuda`, then the 7b preset
+# (random weights, Hunyuan-MT-7B shapes, about 15 GB, written to /tmp, never committed)
+# decoded with --device cuda. Logs go to $OUT; a summary is printed last.
+# The GPU machine may lack the build's Debian packages (jansson, oniguruma, utf8proc,
+# pkg-config): when pkg-config cannot find them and .gpudeps/ holds their .deb files
+# (carried with the call), they are unpacked into /tmp/gpudeps and used from there.
+# STAGES (default "build test 7b sanitize") picks what runs.
+set -u
+OUT=${OUT:-${1:-/tmp/gpu-out}}
+STAGES=${STAGES:-build test 7b sanitize}
+B=build-gpu
+M=/tmp/hy7b
+mkdir -p "$OUT"
+has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+if ! pkg-config --exists jansson oniguruma libutf8proc 2>/dev/null && [ -d .gpudeps ]; then
+    D=/tmp/gpudeps
+    mkdir -p $D
+    for f in .gpudeps/*.deb; do dpkg -x "$f" $D; done
+    export PATH="$D/usr/bin:$PATH" PKG_CONFIG_LIBDIR="$D/usr/lib/x86_64-linux-gnu/pkgconfig"
+    export PKG_CONFIG_SYSROOT_DIR="$D" LD_LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+    export CPATH="$D/usr/include" LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu"
+    log "build deps from .gpudeps ($(pkg-config --modversion jansson oniguruma libutf8proc | tr '\n' ' '))"
+fi
+log "machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader), $(nproc) cores, $(date -u +%FT%TZ)"
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+
+if has build; then
+    t=$(date +%s)
+    { cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DHYMT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
+        cmake --build $B -j "$(nproc)"; } >"$OUT/build.log" 2>&1
+    log "build: exit $? in $(($(date +%s) - t)) s"
+    grep -E "error|warning" "$OUT/build.log" | head -20
+fi
+
+if has test; then
+    t=$(date +%s)
+    (cd $B && timeout 300 ctest -L cuda --output-on-failure -V) >"$OUT/ctest_cuda.log" 2>&1
+    log "ctest -L cuda: exit $? in $(($(date +%s) - t)) s"
+    grep -E "worst|greedy|batched|checks|Passed|Failed|CHECK|device:|tests passed" "$OUT/ctest_cuda.log" |
+        tee -a "$OUT/summary.txt" | head -40
+fi
+
+if has 7b; then
+    t=$(date +%s)
+    [ -f $M/config.json ] || timeout 300 $B/hymt make-test-model --out $M --preset 7b >"$OUT/make7b.log" 2>&1
+    log "make-test-model 7b: $(du -sh $M | cut -f1) in $(($(date +%s) - t)) s"
+    IDS4=127958,100,200,300
+    IDS512=$(seq -s, 1000 1511)
+    for n in 64 ; do
+        timeout 120 $B/hymt generate -m $M --ids $IDS4 -n $n --ignore-eos --device cuda \
+            >"$OUT/gen7b_cuda_p4.txt" 2>&1
+        log "7b cuda, 4-token prompt, $n new: exit $?"; grep -E "info" "$OUT/gen7b_cuda_p4.txt" | tee -a "$OUT/summary.txt"
+    done
+    timeout 120 $B/hymt generate -m $M --ids "$IDS512" -n 32 --ignore-eos --device cuda \
+        >"$OUT/gen7b_cuda_p512.txt" 2>&1
+    log "7b cuda, 512-token prompt, 32 new: exit $?"; grep -E "info" "$OUT/gen7b_cuda_p512.txt" | tee -a "$OUT/summary.txt"
+    timeout 120 $B/hymt generate -m $M --ids $IDS4 -n 4 --ignore-eos --device cpu \
+        >"$OUT/gen7b_cpu_p4.txt" 2>&1
+    log "7b cpu, 4 new: exit $?; ids cpu: $(grep -E '^[0-9]' "$OUT/gen7b_cpu_p4.txt") / cuda: $(grep -E '^[0-9]' "$OUT/gen7b_cuda_p4.txt" | cut -d' ' -f1-4)"
+fi
+
+if has sanitize && command -v compute-sanitizer >/dev/null 2>&1; then
+    t=$(date +%s)
+    (cd $B && HYMT_SRC=.. timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        ./cuda_model_test) >"$OUT/memcheck.log" 2>&1
+    log "compute-sanitizer memcheck cuda_model_test: exit $? in $(($(date +%s) - t)) s"
+    tail -3 "$OUT/memcheck.log" | tee -a "$OUT/summary.txt"
+fi
+echo; cat "$OUT/summary.txt"

@@ -1,0 +1,384 @@
+/* cuda.c: the CUDA backend object (cuda.h has the contract): device selection, the stream,
+ * the cuBLAS handle and its workspace, memory, weight upload, the pinned staging ring for
+ * the host index arrays the ops take, and the op table, which stages indices and calls the
+ * launchers of the .cu files. */
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUBLAS_WORKSPACE ((size_t)32 << 20) /* cuBLAS' recommendation for Hopper */
+#define UPLOAD_CHUNK ((size_t)8 << 20)      /* elements converted on the host per copy */
+
+struct cuda_ctx {
+    int device;
+    char name[256];
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    void *blas_ws;      /* device [CUBLAS_WORKSPACE] bytes, so cuBLAS never allocates */
+    int32_t *stage_h;   /* pinned ring [stage_cap] */
+    int32_t *stage_d;   /* device mirror [stage_cap]: slot i is copied from stage_h[i] */
+    size_t stage_cap, stage_head;
+    uint16_t *xbf;      /* device [xbf_cap] bf16 matmul input */
+    size_t xbf_cap;
+};
+
+void hy_cuda_fail(const char *file, int line, const char *expr, const char *what)
+{
+    fprintf(stderr, "%s:%d: CUDA error: %s (%s)\n", file, line, what, expr);
+    abort();
+}
+
+static struct cuda_ctx *ctx_of(struct hy_backend *be)
+{
+    struct cuda_ctx *c = be->ctx;
+    HY_CUDA_CHECK(cudaSetDevice(c->device)); /* the runtime's device is per host thread */
+    return c;
+}
+
+/* Room for n int32 in the ring; returns the host slot to fill, *dev its device twin. When
+ * the ring is full, waits for the stream: every earlier copy and kernel that reads the
+ * ring is then done, so the whole ring is free again. */
+static int32_t *stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev)
+{
+    HY_ASSERT(n <= c->stage_cap);
+    if (c->stage_head + n > c->stage_cap) {
+        HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        c->stage_head = 0;
+    }
+    size_t at = c->stage_head;
+    c->stage_head += (n + 31) & ~(size_t)31; /* keep slots 128-byte aligned */
+    if (c->stage_head > c->stage_cap)
+        c->stage_head = c->stage_cap;
+    *dev = c->stage_d + at;
+    return c->stage_h + at;
+}
+
+/* Enqueues the copy of a filled slot to the device. */
+static void stage_send(struct cuda_ctx *c, const int32_t *host, size_t n)
+{
+    size_t at = (size_t)(host - c->stage_h);
+    if (n)
+        HY_CUDA_CHECK(cudaMemcpyAsync(c->stage_d + at, host, n * sizeof(int32_t),
+                                      cudaMemcpyHostToDevice, c->stream));
+}
+
+/* Stages a host array; returns its device copy (valid for ops enqueued from now on). */
+static const int32_t *stage(struct cuda_ctx *c, const int32_t *a, size_t n)
+{
+    const int32_t *dev;
+    int32_t *h = stage_reserve(c, n, &dev);
+    memcpy(h, a, n * sizeof *a);
+    stage_send(c, h, n);
+    return dev;
+}
+
+static void *cuda_alloc(struct hy_backend *be, size_t bytes)
+{
+    ctx_of(be);
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is reported as NULL, not left pending */
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(struct hy_backend *be, void *p)
+{
+    ctx_of(be);
+    if (p)
+        HY_CUDA_CHECK(cudaFree(p));
+}
+
+static void cuda_upload(struct hy_backend *be, void *dst, const void *src, size_t bytes)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
+    HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+}
+
+static void cuda_download(struct hy_backend *be, void *dst, const void *src, size_t bytes)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+    HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+}
+
+/* Matrices become bf16 (bf16 data is copied as it is; f16/f32 rounded to nearest even on
+ * the host, a chunk at a time); vectors (rows == 1: norm weights) become float32, exact. */
+static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
+                                    struct hy_err *err)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    const int64_t n = w->rows * w->cols;
+    const enum hy_dtype to = w->rows == 1 ? HY_DTYPE_F32 : HY_DTYPE_BF16;
+    const size_t esz = hy_dtype_size(to);
+    void *dev = cuda_alloc(be, (size_t)n * esz);
+    if (!dev)
+        return hy_err_set(err, HY_E_NOMEM, "out of device memory for a %lldx%lld weight",
+                          (long long)w->rows, (long long)w->cols);
+    if (w->dtype == to) {
+        HY_CUDA_CHECK(cudaMemcpy(dev, w->data, (size_t)n * esz, cudaMemcpyHostToDevice));
+    } else {
+        size_t chunk = (size_t)n < UPLOAD_CHUNK ? (size_t)n : UPLOAD_CHUNK;
+        float *f = malloc(chunk * sizeof *f);
+        void *t = malloc(chunk * esz);
+        if (!f || !t) {
+            free(f);
+            free(t);
+            cuda_free(be, dev);
+            return hy_err_set(err, HY_E_NOMEM, "out of memory");
+        }
+        const unsigned char *src = w->data;
+        const size_t isz = hy_dtype_size(w->dtype);
+        for (size_t i = 0; i < (size_t)n; i += chunk) {
+            size_t k = (size_t)n - i < chunk ? (size_t)n - i : chunk;
+            hy_dtype_to_f32(f, src + i * isz, w->dtype, k);
+            hy_dtype_from_f32(t, f, to, k);
+            HY_CUDA_CHECK(cudaMemcpy((char *)dev + i * esz, t, k * esz, cudaMemcpyHostToDevice));
+        }
+        free(f);
+        free(t);
+    }
+    (void)c;
+    w->data = dev;
+    w->dtype = to;
+    return HY_OK;
+}
+
+static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight *table,
+                       const int32_t *ids, int T)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(table->dtype == HY_DTYPE_BF16 && T >= 0);
+    for (int t = 0; t < T; t++)
+        HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
+    hy_cuda_embed_bf16(c->stream, out, table->data, table->cols, stage(c, ids, (size_t)T), T);
+}
+
+static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
+                         const struct hy_weight *w, int64_t rows, int64_t d, float eps)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
+    hy_cuda_rmsnorm(c->stream, out, x, w->data, rows, d, eps);
+}
+
+static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
+                        const struct hy_weight *w, int T)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(w->dtype == HY_DTYPE_BF16 && w->rows <= INT32_MAX && w->cols <= INT32_MAX);
+    if (T > 0)
+        hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, c->xbf,
+                            c->xbf_cap);
+}
+
+static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads,
+                      int hd, const float *inv_freq)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(hd % 2 == 0 && T >= 0);
+    hy_cuda_rope(c->stream, x, stage(c, pos, (size_t)T), T, n_heads, hd, inv_freq);
+}
+
+/* Stages, per query row, (row, keys it sees, offset of its block table) and then every
+ * sequence's block table (the blocks covering positions 0 .. pos0+n_tokens-1). */
+static void cuda_attention(struct hy_backend *be, float *out, const float *q,
+                           const float *k_pool, const float *v_pool, int bs,
+                           const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv,
+                           int hd, float scale)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(n_kv > 0 && n_head % n_kv == 0 && bs > 0);
+    HY_ASSERT(hd > 0 && hd <= HY_CUDA_MAX_HEAD_DIM);
+    size_t R = 0, nb = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        HY_ASSERT(seqs[i].pos0 >= 0 && seqs[i].n_tokens >= 0 && seqs[i].row >= 0);
+        R += (size_t)seqs[i].n_tokens;
+        nb += (size_t)((seqs[i].pos0 + seqs[i].n_tokens + bs - 1) / bs);
+    }
+    if (R == 0)
+        return;
+    const int32_t *dev;
+    int32_t *h = stage_reserve(c, 3 * R + nb, &dev);
+    int32_t *bt = h + 3 * R, r = 0, off = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        const struct hy_attn_seq *s = &seqs[i];
+        int n = (s->pos0 + s->n_tokens + bs - 1) / bs;
+        memcpy(bt + off, s->blocks, (size_t)n * sizeof *bt);
+        for (int t = 0; t < s->n_tokens; t++, r++) {
+            h[3 * r] = s->row + t;
+            h[3 * r + 1] = s->pos0 + t + 1;
+            h[3 * r + 2] = off;
+        }
+        off += n;
+    }
+    stage_send(c, h, 3 * R + nb);
+    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 3 * R, (int)R, n_head,
+                      n_kv, hd, scale);
+}
+
+static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
+                          const int32_t *slots, int T, int64_t cols)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(T >= 0);
+    hy_cuda_scatter_rows(c->stream, pool, rows, stage(c, slots, (size_t)T), T, cols);
+}
+
+static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
+                           const int32_t *idx, int n, int64_t cols)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(n >= 0);
+    int32_t hi = 0;
+    for (int i = 0; i < n; i++)
+        hi = idx[i] > hi ? idx[i] : hi;
+    /* rows are copied in parallel: source and destination must not overlap */
+    HY_ASSERT(n == 0 || dst + (int64_t)n * cols <= src || src + ((int64_t)hi + 1) * cols <= dst);
+    hy_cuda_gather_rows(c->stream, dst, src, stage(c, idx, (size_t)n), n, cols);
+}
+
+static void cuda_silu_mul(struct hy_backend *be, float *out, const float *gate, const float *up,
+                          int64_t n)
+{
+    hy_cuda_silu_mul(ctx_of(be)->stream, out, gate, up, n);
+}
+
+static void cuda_add(struct hy_backend *be, float *x, const float *y, int64_t n)
+{
+    hy_cuda_add(ctx_of(be)->stream, x, y, n);
+}
+
+static void cuda_destroy(struct hy_backend *be)
+{
+    if (!be)
+        return;
+    struct cuda_ctx *c = be->ctx;
+    if (c) {
+        cudaSetDevice(c->device);
+        if (c->stream)
+            HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        if (c->blas)
+            HY_CUBLAS_CHECK(cublasDestroy(c->blas));
+        if (c->blas_ws)
+            HY_CUDA_CHECK(cudaFree(c->blas_ws));
+        if (c->xbf)
+            HY_CUDA_CHECK(cudaFree(c->xbf));
+        if (c->stage_d)
+            HY_CUDA_CHECK(cudaFree(c->stage_d));
+        if (c->stage_h)
+            HY_CUDA_CHECK(cudaFreeHost(c->stage_h));
+        if (c->stream)
+            HY_CUDA_CHECK(cudaStreamDestroy(c->stream));
+        free(c);
+    }
+    free(be);
+}
+
+static const struct hy_backend_i cuda_iface = {
+    .name = "cuda",
+    .destroy = cuda_destroy,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .embed = cuda_embed,
+    .rmsnorm = cuda_rmsnorm,
+    .matmul = cuda_matmul,
+    .rope = cuda_rope,
+    .attention = cuda_attention,
+    .kv_store = cuda_kv_store,
+    .copy_rows = cuda_copy_rows,
+    .silu_mul = cuda_silu_mul,
+    .add = cuda_add,
+    .weight_upload = cuda_weight_upload,
+};
+
+bool hy_cuda_available(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return n > 0;
+}
+
+/* A failed CUDA call during creation: a status, not an abort (no device, no memory). */
+#define TRY(call, st, what)                                                                   \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            (void)cudaGetLastError();                                                         \
+            s = hy_err_set(err, st, "CUDA device %d: %s: %s", device, what,                   \
+                           cudaGetErrorString(e_));                                           \
+            goto fail;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
+                                      const struct hy_cuda_opts *opts, struct hy_err *err)
+{
+    *out = NULL;
+    hy_status s = HY_OK;
+    int n_dev = 0;
+    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || device < 0 || device >= n_dev) {
+        (void)cudaGetLastError();
+        return hy_err_set(err, HY_E_UNSUPPORTED, "no CUDA device %d (%d found)", device, n_dev);
+    }
+    struct hy_backend *be = calloc(1, sizeof *be);
+    struct cuda_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    }
+    be->i = &cuda_iface;
+    be->ctx = c;
+    c->device = device;
+    c->stage_cap = opts && opts->stage_ints ? opts->stage_ints : HY_CUDA_STAGE_INTS;
+    c->xbf_cap = opts && opts->matmul_scratch ? opts->matmul_scratch : HY_CUDA_MATMUL_SCRATCH;
+    HY_ASSERT(c->stage_cap >= 1024);
+    struct cudaDeviceProp prop;
+    TRY(cudaSetDevice(device), HY_E_UNSUPPORTED, "select");
+    TRY(cudaGetDeviceProperties(&prop, device), HY_E_UNSUPPORTED, "properties");
+    snprintf(c->name, sizeof c->name, "%s", prop.name);
+    TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), HY_E_UNSUPPORTED,
+        "stream");
+    TRY(cudaMallocHost((void **)&c->stage_h, c->stage_cap * sizeof(int32_t)), HY_E_NOMEM,
+        "pinned staging");
+    TRY(cudaMalloc((void **)&c->stage_d, c->stage_cap * sizeof(int32_t)), HY_E_NOMEM, "staging");
+    TRY(cudaMalloc((void **)&c->xbf, c->xbf_cap * sizeof(uint16_t)), HY_E_NOMEM,
+        "matmul scratch");
+    TRY(cudaMalloc(&c->blas_ws, CUBLAS_WORKSPACE), HY_E_NOMEM, "cuBLAS workspace");
+    cublasStatus_t bs = cublasCreate(&c->blas);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        c->blas = NULL;
+        s = hy_err_set(err, HY_E_UNSUPPORTED, "CUDA device %d: cuBLAS: %s", device,
+                       cublasGetStatusString(bs));
+        goto fail;
+    }
+    HY_CUBLAS_CHECK(cublasSetStream(c->blas, c->stream));
+    HY_CUBLAS_CHECK(cublasSetWorkspace(c->blas, c->blas_ws, CUBLAS_WORKSPACE));
+    HY_CUBLAS_CHECK(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
+    *out = be;
+    return HY_OK;
+fail:
+    cuda_destroy(be);
+    return s;
+}
+
+hy_status hy_cuda_backend_create(struct hy_backend **out, int device, struct hy_err *err)
+{
+    return hy_cuda_backend_create_opts(out, device, NULL, err);
+}
+
+const char *hy_cuda_backend_device_name(const struct hy_backend *be)
+{
+    return ((const struct cuda_ctx *)be->ctx)->name;
+}

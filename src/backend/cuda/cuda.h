@@ -1,0 +1,49 @@
+/* cuda.h: the CUDA backend. hy_cuda_backend_create() makes a backend whose ops run on one
+ * NVIDIA GPU, on one stream, in device memory: activations and the KV pool are float32;
+ * weights are copied to the device once at load by the weight_upload op (matrices as bf16,
+ * f16/f32 checkpoints rounded to nearest even; norm vectors as float32, exact).
+ * Precision: matmul rounds its float32 input to bf16 and runs a bf16 x bf16 product with
+ * float32 accumulation (cuBLAS, CUBLAS_COMPUTE_32F): relative error about 2^-9 per term,
+ * within 1e-2 of the float32 reference normwise. Every other op computes in float32 (no
+ * fast-math): attention (online softmax in float32), rmsnorm, rope, silu_mul within a few
+ * float32 ulps of the reference; embed, kv_store, copy_rows and add are exact.
+ * Index arrays the ops take in host memory (ids, positions, slots, block tables) are
+ * staged through a pinned ring of HY_CUDA_STAGE_INTS int32 (default); one op may stage at
+ * most that many (HY_ASSERT). Ops are asynchronous; download() waits for the stream.
+ * CUDA or cuBLAS errors inside ops are bugs or a lost device: they abort with file:line
+ * (HY_CUDA_CHECK). Creation failures return HY_E_UNSUPPORTED (no device) or HY_E_NOMEM.
+ * Engine thread only, like every backend. Destroy with be->i->destroy(be). */
+#ifndef HY_BACKEND_CUDA_H
+#define HY_BACKEND_CUDA_H
+
+#include "backend/backend.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Largest head_dim the attention kernel takes (8 values per lane of a warp). */
+#define HY_CUDA_MAX_HEAD_DIM 256
+/* Default capacity of the index staging ring, in int32 (4 MiB pinned + 4 MiB device):
+ * one attention call stages 3 per query row plus every sequence's block table. */
+#define HY_CUDA_STAGE_INTS ((size_t)1 << 20)
+/* Default bf16 activation scratch of matmul, in elements (64 MiB): larger inputs are
+ * multiplied in chunks of whole rows. */
+#define HY_CUDA_MATMUL_SCRATCH ((size_t)32 << 20)
+
+/* Sizes of the backend's fixed buffers; 0 takes the default. Tests shrink them to
+ * exercise the ring's wrap-around and matmul's chunking. */
+struct hy_cuda_opts {
+    size_t stage_ints;     /* index staging ring, int32 entries (>= 1024) */
+    size_t matmul_scratch; /* bf16 activation scratch, elements */
+};
+
+/* True when the CUDA runtime sees at least one device. */
+bool hy_cuda_available(void);
+
+hy_status hy_cuda_backend_create(struct hy_backend **out, int device, struct hy_err *err);
+hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
+                                      const struct hy_cuda_opts *opts, struct hy_err *err);
+/* The device's name, e.g. "NVIDIA H200" (for logs). */
+const char *hy_cuda_backend_device_name(const struct hy_backend *be);
+
+#endif

@@ -1,0 +1,69 @@
+/* cuda_impl.h: internals shared by the CUDA backend's files: the error checks and the
+ * kernel launchers, one .cu file per op family (norm, rope, attention, elementwise,
+ * matmul). Included by C (cuda.c) and CUDA C++; launchers have C linkage, take device
+ * pointers only (index arrays already staged), enqueue on `st` and check the launch. */
+#ifndef HY_BACKEND_CUDA_IMPL_H
+#define HY_BACKEND_CUDA_IMPL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Prints "file:line: CUDA error: what (expr)" to stderr and aborts. */
+void hy_cuda_fail(const char *file, int line, const char *expr, const char *what);
+
+#define HY_CUDA_CHECK(call)                                                             \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess)                                                          \
+            hy_cuda_fail(__FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
+    } while (0)
+#define HY_CUBLAS_CHECK(call)                                                           \
+    do {                                                                                \
+        cublasStatus_t s_ = (call);                                                     \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                \
+            hy_cuda_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_));         \
+    } while (0)
+/* After every kernel launch: a bad configuration shows up here, not ops later. */
+#define HY_CUDA_CHECK_LAUNCH() HY_CUDA_CHECK(cudaGetLastError())
+
+/* elementwise.cu. bf16 is passed as its uint16_t bits. */
+void hy_cuda_embed_bf16(cudaStream_t st, float *out, const uint16_t *table, int64_t cols,
+                        const int32_t *ids, int T);
+void hy_cuda_scatter_rows(cudaStream_t st, float *pool, const float *rows, const int32_t *slots,
+                          int T, int64_t cols);
+void hy_cuda_gather_rows(cudaStream_t st, float *dst, const float *src, const int32_t *idx, int n,
+                         int64_t cols);
+void hy_cuda_silu_mul(cudaStream_t st, float *out, const float *gate, const float *up, int64_t n);
+void hy_cuda_add(cudaStream_t st, float *x, const float *y, int64_t n);
+void hy_cuda_f32_to_bf16(cudaStream_t st, uint16_t *dst, const float *src, int64_t n);
+
+/* norm.cu: w is float32 [d]. */
+void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w, int64_t rows,
+                     int64_t d, float eps);
+
+/* rope.cu */
+void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_heads, int hd,
+                  const float *inv_freq);
+
+/* attention.cu: R query rows; info[3*r .. 3*r+2] = (row of q/out, keys 0..n-1 it attends,
+ * offset of its block table in `blocks`). */
+void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float *k_pool,
+                       const float *v_pool, int bs, const int32_t *info, const int32_t *blocks,
+                       int R, int n_head, int n_kv, int hd, float scale);
+
+/* matmul.cu: out[T, rows] = x[T, cols] · W[rows, cols]ᵀ with W bf16 on the device; x is
+ * rounded to bf16 into xbf (scratch of xbf_cap elements) in chunks of whole rows. */
+void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
+                         const uint16_t *w, int64_t rows, int64_t cols, int T, uint16_t *xbf,
+                         size_t xbf_cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,505 @@
+/* cuda_ops_test.c: every CUDA op against the plain C reference (cpu/ref.c) on random,
+ * never-zero inputs at several shapes, weights of every checkpoint dtype at odd host
+ * addresses. The reference runs on the values the device holds (weights after upload), so
+ * each comparison measures the kernel; the upload's rounding is checked on its own.
+ * Tolerances, derived next to each case:
+ *   matmul (bf16 operands): per element |err| <= (2^-8 + (cols+4)·U32)·Σ|x_c w_c| and
+ *     normwise ‖got − ref‖/‖ref‖ <= 1e-2;
+ *   attention: the float32 bound of fast_ops_test (scores, softmax, running sums), x2;
+ *   rmsnorm, rope, silu_mul: a few float32 ulps; embed, kv_store, copy_rows, add: exact.
+ * Output buffers are poisoned with NaN before each op, so an unwritten element fails.
+ * Exits 77 (skip) when no CUDA device is present. Prints the worst error/bound ratios. */
+#include "backend/cpu/ops_test_util.h"
+#include "backend/cuda/cuda.h"
+
+static const enum hy_dtype all_dtypes[] = {HY_DTYPE_F32, HY_DTYPE_F16, HY_DTYPE_BF16};
+static double worst_matmul, worst_matmul_norm, worst_attn;
+
+static float *dput(struct hy_backend *be, const float *h, int64_t n)
+{
+    float *d = be->i->alloc(be, (size_t)n * sizeof(float));
+    HY_ASSERT(d);
+    be->i->upload(be, d, h, (size_t)n * sizeof(float));
+    return d;
+}
+
+/* A device buffer of n floats filled with NaN. */
+static float *dnan(struct hy_backend *be, int64_t n)
+{
+    float *h = fmalloc(n);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = NAN;
+    float *d = dput(be, h, n);
+    free(h);
+    return d;
+}
+
+static void dget(struct hy_backend *be, float *h, const float *d, int64_t n)
+{
+    be->i->download(be, h, d, (size_t)n * sizeof(float));
+}
+
+/* The weight uploaded (dev) and the same values back on the host (host, data malloc'ed). */
+struct dweight {
+    struct hy_weight dev, host;
+};
+
+static void dweight_make(struct hy_backend *be, const struct tweight *tw, struct dweight *dw)
+{
+    dw->dev = tw->w;
+    struct hy_err err;
+    hy_status s = be->i->weight_upload(be, &dw->dev, &err);
+    CHECKF(s == HY_OK, "weight_upload: %s", err.msg);
+    HY_ASSERT(s == HY_OK);
+    size_t bytes = (size_t)(dw->dev.rows * dw->dev.cols) * hy_dtype_size(dw->dev.dtype);
+    void *h = malloc(bytes);
+    HY_ASSERT(h);
+    be->i->download(be, h, dw->dev.data, bytes);
+    dw->host = dw->dev;
+    dw->host.data = h;
+}
+
+static void dweight_free(struct hy_backend *be, struct dweight *dw)
+{
+    be->i->free(be, (void *)dw->dev.data);
+    free((void *)dw->host.data);
+}
+
+/* Upload: matrices become bf16 rounded to nearest even (exact for bf16), vectors f32. */
+static void test_upload(struct hy_backend *be, struct rng *r)
+{
+    for (int d = 0; d < 3; d++)
+        for (int rows = 1; rows <= 7; rows += 6) {
+            struct tweight tw;
+            struct dweight dw;
+            tweight_make(&tw, r, all_dtypes[d], rows, 1001, 3.0f);
+            dweight_make(be, &tw, &dw);
+            bool ok = dw.dev.dtype == (rows == 1 ? HY_DTYPE_F32 : HY_DTYPE_BF16);
+            const unsigned char *p = dw.host.data;
+            for (int64_t i = 0; ok && i < rows * 1001; i++) {
+                uint16_t h;
+                float f, want = tw.val[i];
+                if (dw.host.dtype == HY_DTYPE_F32) {
+                    memcpy(&f, p + 4 * i, 4);
+                } else {
+                    memcpy(&h, p + 2 * i, 2);
+                    f = hy_bf16_to_f32(h);
+                    want = hy_bf16_to_f32(hy_f32_to_bf16(want));
+                }
+                ok = f == want;
+            }
+            CHECKF(ok, "weight_upload %s rows=%d", hy_dtype_name(all_dtypes[d]), rows);
+            dweight_free(be, &dw);
+            tweight_free(&tw);
+        }
+}
+
+/* bf16 operands: rounding x to bf16 moves each term by at most 2^-9 relative, so
+ * |err| <= 2^-9·Σ|x w| + float32 accumulation (cols+4)·U32·Σ|x w|; 2^-8 leaves a factor 2. */
+static bool matmul_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt, int64_t rows,
+                        int64_t cols, int T)
+{
+    struct tweight tw;
+    struct dweight dw;
+    tweight_make(&tw, r, dt, rows, cols, 1.0f);
+    dweight_make(be, &tw, &dw);
+    float *x = fmalloc(T * cols), *got = fmalloc(T * rows), *ref = fmalloc(T * rows);
+    double *want = dmalloc(T * rows), *bound = dmalloc(T * rows);
+    rng_fill(r, x, T * cols, 2.0f);
+    hy_ref_matmul(ref, x, &dw.host, T);
+    float *dx = dput(be, x, T * cols), *dout = dnan(be, T * rows);
+    be->i->matmul(be, dout, dx, &dw.dev, T);
+    dget(be, got, dout, T * rows);
+    double num = 0, den = 0;
+    for (int t = 0; t < T; t++)
+        for (int64_t o = 0; o < rows; o++) {
+            double a = 0, wv;
+            for (int64_t c = 0; c < cols; c++) {
+                uint16_t h;
+                memcpy(&h, (const unsigned char *)dw.host.data + 2 * (o * cols + c), 2);
+                wv = hy_bf16_to_f32(h);
+                a += fabs((double)x[t * cols + c] * wv);
+            }
+            int64_t i = t * rows + o;
+            want[i] = ref[i];
+            bound[i] = (1.0 / 256 + (double)(cols + 4) * U32) * a;
+            num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+            den += (double)ref[i] * ref[i];
+        }
+    bool ok = close_all("matmul", got, want, bound, T * rows, false, &worst_matmul);
+    double rel = sqrt(num / den);
+    worst_matmul_norm = fmax(worst_matmul_norm, rel);
+    ok = ok && rel <= 1e-2;
+    be->i->free(be, dx);
+    be->i->free(be, dout);
+    dweight_free(be, &dw);
+    tweight_free(&tw);
+    free(x);
+    free(got);
+    free(ref);
+    free(want);
+    free(bound);
+    return ok;
+}
+
+static void test_matmul(struct hy_backend *be, struct rng *r, const char *tag)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1, 1},   {5, 3, 2},     {37, 45, 3},  {100, 67, 5},  {64, 128, 17}, {130, 1000, 4},
+        {33, 257, 1}, {8, 16, 1},   {300, 96, 17}, {4, 4100, 2}, {97, 15, 40},  {250, 512, 1},
+        {37, 2100, 5}, {512, 4096, 3}, {70, 2048, 33},
+    };
+    for (int d = 0; d < 3; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            CHECKF(matmul_case(be, r, all_dtypes[d], shapes[s][0], shapes[s][1], (int)shapes[s][2]),
+                   "%s matmul %s rows=%lld cols=%lld T=%d", tag, hy_dtype_name(all_dtypes[d]),
+                   (long long)shapes[s][0], (long long)shapes[s][1], (int)shapes[s][2]);
+}
+
+/* fast_ops_test's float32 attention bound (its derivation applies to the online softmax
+ * too: every rescale is one more rounded factor per running sum), doubled. */
+static double attn_bound(const float *qh, const float *kc, int64_t stride, int n, int hd,
+                         float scale, double vmax)
+{
+    double e = 0;
+    for (int j = 0; j < n; j++) {
+        double a = 0;
+        for (int i = 0; i < hd; i++)
+            a += fabs((double)qh[i] * kc[j * stride + i]);
+        e = fmax(e, (hd + 2) * U32 * scale * a);
+    }
+    return 2 * vmax * (4 * e + (2.0 * n + 16) * U32);
+}
+
+/* CUDA attention at pos0 + shift against the reference at pos0 (shift != 0 must fail). */
+static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int hd, int pos0,
+                      int T, int shift)
+{
+    int n_ctx = pos0 + T + 2, lo = pos0 + (shift < 0 ? shift : 0), bs = 16;
+    int64_t nq = (int64_t)T * nh * hd, kvd = (int64_t)nkv * hd, nkvf = (int64_t)n_ctx * kvd;
+    float *q = fmalloc(nq), *got = fmalloc(nq), *ref = fmalloc(nq);
+    float *kc = fmalloc(nkvf), *vc = fmalloc(nkvf), *kp, *vp;
+    double *want = dmalloc(nq), *bound = dmalloc(nq);
+    rng_fill(r, q, nq, 3.0f);
+    rng_fill(r, kc, nkvf, 2.0f);
+    rng_fill(r, vc, nkvf, 3.0f);
+    float scale = 1.0f / sqrtf((float)hd);
+    int32_t blocks[256];
+    paged_from_contig(r, kc, vc, n_ctx, kvd, bs, &kp, &vp, blocks);
+    int64_t pool = (int64_t)2 * ((n_ctx + bs - 1) / bs) * bs * kvd;
+    struct hy_attn_seq sr = {0, T, pos0, blocks}, sg = {0, T, pos0 + shift, blocks};
+    hy_ref_attention(ref, q, kp, vp, bs, &sr, 1, nh, nkv, hd, scale);
+    float *dq = dput(be, q, nq), *dk = dput(be, kp, pool), *dv = dput(be, vp, pool);
+    float *dout = dnan(be, nq);
+    be->i->attention(be, dout, dq, dk, dv, bs, &sg, 1, nh, nkv, hd, scale);
+    dget(be, got, dout, nq);
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < nh; h++) {
+            int64_t o = ((int64_t)t * nh + h) * hd;
+            double b = attn_bound(q + o, kc + (int64_t)(h / (nh / nkv)) * hd, kvd, lo + t + 1, hd,
+                                  scale, 3.0);
+            for (int i = 0; i < hd; i++) {
+                want[o + i] = ref[o + i];
+                bound[o + i] = b;
+            }
+        }
+    bool ok = close_all("attention", got, want, bound, nq, shift != 0, shift ? NULL : &worst_attn);
+    float *bufs[] = {dq, dk, dv, dout};
+    for (int i = 0; i < 4; i++)
+        be->i->free(be, bufs[i]);
+    float *hbufs[] = {q, got, ref, kc, vc, kp, vp};
+    for (int i = 0; i < 7; i++)
+        free(hbufs[i]);
+    free(want);
+    free(bound);
+    return ok;
+}
+
+/* Sequences batched in one call give bit for bit what each gives alone. */
+static void test_attention_batch(struct hy_backend *be, struct rng *r)
+{
+    const int nh = 8, nkv = 2, hd = 128, bs = 16, n_ctx = 300;
+    const int64_t kvd = (int64_t)nkv * hd;
+    const struct {
+        int pos0, T;
+    } sp[4] = {{0, 7}, {41, 1}, {20, 9}, {250, 1}};
+    float *kc = fmalloc(n_ctx * kvd), *vc = fmalloc(n_ctx * kvd), *kp, *vp;
+    rng_fill(r, kc, n_ctx * kvd, 2.0f);
+    rng_fill(r, vc, n_ctx * kvd, 3.0f);
+    int32_t blocks[256];
+    paged_from_contig(r, kc, vc, n_ctx, kvd, bs, &kp, &vp, blocks);
+    int64_t pool = (int64_t)2 * ((n_ctx + bs - 1) / bs) * bs * kvd;
+    const int rows = 18;
+    int64_t nq = (int64_t)rows * nh * hd;
+    float *q = fmalloc(nq), *all = fmalloc(nq), *one = fmalloc(nq);
+    rng_fill(r, q, nq, 3.0f);
+    float *dq = dput(be, q, nq), *dk = dput(be, kp, pool), *dv = dput(be, vp, pool);
+    float *da = dnan(be, nq), *d1 = dnan(be, nq);
+    struct hy_attn_seq seqs[4];
+    for (int i = 0, row = 0; i < 4; row += sp[i].T, i++)
+        seqs[i] = (struct hy_attn_seq){row, sp[i].T, sp[i].pos0, blocks};
+    be->i->attention(be, da, dq, dk, dv, bs, seqs, 4, nh, nkv, hd, 0.0883883f);
+    for (int i = 0; i < 4; i++) {
+        int64_t off = (int64_t)seqs[i].row * nh * hd;
+        struct hy_attn_seq alone = {0, seqs[i].n_tokens, seqs[i].pos0, blocks};
+        be->i->attention(be, d1 + off, dq + off, dk, dv, bs, &alone, 1, nh, nkv, hd, 0.0883883f);
+    }
+    dget(be, all, da, nq);
+    dget(be, one, d1, nq);
+    CHECKF(memcmp(all, one, (size_t)nq * sizeof(float)) == 0, "batched attention differs");
+    float *bufs[] = {dq, dk, dv, da, d1};
+    for (int i = 0; i < 5; i++)
+        be->i->free(be, bufs[i]);
+    float *hbufs[] = {kc, vc, kp, vp, q, all, one};
+    for (int i = 0; i < 7; i++)
+        free(hbufs[i]);
+}
+
+static void test_attention(struct hy_backend *be, struct rng *r)
+{
+    static const int heads[][3] = {{4, 4, 64}, {4, 2, 64}, {8, 2, 128}, {4, 1, 128}, {3, 1, 20},
+                                   {2, 2, 256}, {32, 8, 128}};
+    static const int steps[][2] = {{0, 1},  {0, 2},  {0, 17},  {9, 1},  {13, 3},   {100, 5},
+                                   {63, 1}, {64, 1}, {127, 2}, {200, 1}, {1000, 1}, {300, 40}};
+    for (int h = 0; h < 7; h++)
+        for (int s = 0; s < 12; s++)
+            CHECKF(attn_case(be, r, heads[h][0], heads[h][1], heads[h][2], steps[s][0],
+                             steps[s][1], 0),
+                   "attention nh=%d nkv=%d hd=%d pos0=%d T=%d", heads[h][0], heads[h][1],
+                   heads[h][2], steps[s][0], steps[s][1]);
+    CHECK(!attn_case(be, r, 4, 2, 64, 30, 3, 1));
+    CHECK(!attn_case(be, r, 4, 2, 64, 30, 3, -1));
+    test_attention_batch(be, r);
+}
+
+/* rope: cosf/sinf within 2 ulps on either side and a possible fma: per element
+ * |err| <= 8·U32·(|a| + |b|) of the pair. */
+static void test_rope(struct hy_backend *be, struct rng *r)
+{
+    static const int32_t pos[] = {5, 0, 1, 2, 300, 4096, 32767, 100003, 262143, 7, 8, 9, 10, 11,
+                                  12, 13, 14};
+    static const int shapes[][3] = {{1, 32, 128}, {17, 8, 128}, {5, 3, 64}, {17, 40, 128},
+                                    {3, 2, 256}};
+    for (int s = 0; s < 5; s++) {
+        int T = shapes[s][0], nh = shapes[s][1], hd = shapes[s][2], half = hd / 2;
+        int64_t n = (int64_t)T * nh * hd;
+        float inv[128], *a = fmalloc(n), *b = fmalloc(n);
+        double *want = dmalloc(n), *bound = dmalloc(n);
+        for (int i = 0; i < half; i++)
+            inv[i] = (float)pow(11158839.925, -2.0 * i / hd);
+        rng_fill(r, a, n, 3.0f);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t base = k / hd * hd, i = k % hd % half;
+            bound[k] = 8 * U32 * (fabs(a[base + i]) + fabs(a[base + i + half]));
+        }
+        float *dx = dput(be, a, n), *dinv = dput(be, inv, half);
+        hy_ref_rope(a, pos, T, nh, hd, inv);
+        be->i->rope(be, dx, pos, T, nh, hd, dinv);
+        dget(be, b, dx, n);
+        for (int64_t k = 0; k < n; k++)
+            want[k] = a[k];
+        CHECKF(close_all("rope", b, want, bound, n, false, NULL), "rope T=%d nh=%d hd=%d", T, nh,
+               hd);
+        be->i->free(be, dx);
+        be->i->free(be, dinv);
+        free(a);
+        free(b);
+        free(want);
+        free(bound);
+    }
+}
+
+/* rmsnorm: float32 sum of squares (see norm.cu) against double: relative 1e-5 covers
+ * d up to 4096 with room. Run in place, as the model does. */
+static void test_rmsnorm(struct hy_backend *be, struct rng *r)
+{
+    static const int64_t shapes[][2] = {{1, 4096}, {3, 4096}, {200, 64}, {7, 1000}, {1, 5},
+                                        {96, 128}};
+    for (int d = 0; d < 3; d++)
+        for (int s = 0; s < 6; s++) {
+            int64_t rows = shapes[s][0], n = shapes[s][1];
+            struct tweight tw;
+            struct dweight dw;
+            tweight_make(&tw, r, all_dtypes[d], 1, n, 2.0f);
+            dweight_make(be, &tw, &dw);
+            float *x = fmalloc(rows * n), *a = fmalloc(rows * n), *b = fmalloc(rows * n);
+            rng_fill(r, x, rows * n, 4.0f);
+            hy_ref_rmsnorm(a, x, &dw.host, rows, n, 1e-5f);
+            float *dx = dput(be, x, rows * n);
+            be->i->rmsnorm(be, dx, dx, &dw.dev, rows, n, 1e-5f);
+            dget(be, b, dx, rows * n);
+            CHECKF(close_f("rmsnorm", b, a, rows * n, 1e-5, 0), "rmsnorm %s %lldx%lld",
+                   hy_dtype_name(all_dtypes[d]), (long long)rows, (long long)n);
+            be->i->free(be, dx);
+            dweight_free(be, &dw);
+            tweight_free(&tw);
+            free(x);
+            free(a);
+            free(b);
+        }
+}
+
+static void test_embed(struct hy_backend *be, struct rng *r)
+{
+    static const int32_t ids[] = {3, 0, 49, 3, 17, 8, 8};
+    for (int d = 0; d < 3; d++)
+        for (int64_t cols = 33; cols <= 4096; cols = cols * 124 + 4) {
+            struct tweight tw;
+            struct dweight dw;
+            tweight_make(&tw, r, all_dtypes[d], 50, cols, 1.0f);
+            dweight_make(be, &tw, &dw);
+            float *a = fmalloc(7 * cols), *b = fmalloc(7 * cols), *dout = dnan(be, 7 * cols);
+            hy_ref_embed(a, &dw.host, ids, 7);
+            be->i->embed(be, dout, &dw.dev, ids, 7);
+            dget(be, b, dout, 7 * cols);
+            CHECKF(memcmp(a, b, (size_t)(7 * cols) * sizeof *a) == 0, "embed %s cols=%lld",
+                   hy_dtype_name(all_dtypes[d]), (long long)cols);
+            be->i->free(be, dout);
+            dweight_free(be, &dw);
+            tweight_free(&tw);
+            free(a);
+            free(b);
+        }
+}
+
+/* kv_store scatters rows to pool slots, copy_rows gathers them: both exact. */
+static void test_rows(struct hy_backend *be, struct rng *r)
+{
+    static const int64_t colss[] = {1, 33, 128, 1024, 4097};
+    for (int s = 0; s < 5; s++) {
+        int64_t cols = colss[s];
+        const int T = 9, P = 40;
+        int32_t slots[9] = {39, 0, 7, 8, 21, 22, 3, 38, 11}, idx[6] = {4, 4, 0, 8, 2, 7};
+        float *rows = fmalloc(T * cols), *pool = fmalloc(P * cols), *got = fmalloc(P * cols);
+        rng_fill(r, rows, T * cols, 5.0f);
+        rng_fill(r, pool, P * cols, 5.0f);
+        float *drows = dput(be, rows, T * cols), *dpool = dput(be, pool, P * cols);
+        hy_ref_kv_store(pool, rows, slots, T, cols);
+        be->i->kv_store(be, dpool, drows, slots, T, cols);
+        dget(be, got, dpool, P * cols);
+        CHECKF(memcmp(got, pool, (size_t)(P * cols) * sizeof(float)) == 0, "kv_store cols=%lld",
+               (long long)cols);
+        float *dst = dnan(be, 6 * cols);
+        hy_ref_copy_rows(got, rows, idx, 6, cols);
+        be->i->copy_rows(be, dst, drows, idx, 6, cols);
+        dget(be, pool, dst, 6 * cols);
+        CHECKF(memcmp(got, pool, (size_t)(6 * cols) * sizeof(float)) == 0, "copy_rows cols=%lld",
+               (long long)cols);
+        be->i->free(be, drows);
+        be->i->free(be, dpool);
+        be->i->free(be, dst);
+        free(rows);
+        free(pool);
+        free(got);
+    }
+}
+
+/* silu_mul: expf within 2 ulps, one division: relative 1e-6. add: exact. */
+static void test_elementwise(struct hy_backend *be, struct rng *r)
+{
+    static const int64_t sizes[] = {1, 17, 10001, 20000, 3000001};
+    for (int s = 0; s < 5; s++) {
+        int64_t n = sizes[s];
+        float *g = fmalloc(n), *u = fmalloc(n), *a = fmalloc(n), *b = fmalloc(n);
+        rng_fill(r, g, n, 10.0f);
+        rng_fill(r, u, n, 3.0f);
+        float *dg = dput(be, g, n), *du = dput(be, u, n);
+        hy_ref_silu_mul(a, g, u, n);
+        be->i->silu_mul(be, dg, dg, du, n); /* in place: out == gate */
+        dget(be, b, dg, n);
+        CHECKF(close_f("silu_mul", b, a, n, 1e-6, 1e-30), "silu_mul n=%lld", (long long)n);
+        hy_ref_add(a, u, n);
+        be->i->add(be, dg, du, n);
+        dget(be, b, dg, n);
+        CHECKF(close_f("add", b, a, n, 1e-6, 1e-30), "add n=%lld", (long long)n);
+        be->i->free(be, dg);
+        be->i->free(be, du);
+        free(g);
+        free(u);
+        free(a);
+        free(b);
+    }
+}
+
+/* Many small ops in a row through a tiny staging ring (wraps every few ops) and a matmul
+ * scratch smaller than the input (chunks): results as with the default sizes. */
+static void test_small_buffers(struct rng *r)
+{
+    struct hy_backend *be = NULL;
+    struct hy_cuda_opts o = {1024, 5000};
+    struct hy_err err;
+    CHECKF(hy_cuda_backend_create_opts(&be, 0, &o, &err) == HY_OK, "%s", err.msg);
+    if (!be)
+        return;
+    struct tweight tw;
+    struct dweight dw;
+    tweight_make(&tw, r, HY_DTYPE_BF16, 64, 100, 1.0f);
+    dweight_make(be, &tw, &dw);
+    enum { N = 300, T = 40 };
+    float *dout = dnan(be, (int64_t)N * T * 100), *got = fmalloc((int64_t)N * T * 100);
+    float *want = fmalloc((int64_t)N * T * 100);
+    int32_t ids[T];
+    for (int k = 0; k < N; k++) { /* 300 x 40 ids through a 1024-entry ring */
+        for (int t = 0; t < T; t++)
+            ids[t] = (int32_t)(rng_next(r) % 64);
+        hy_ref_embed(want + (int64_t)k * T * 100, &dw.host, ids, T);
+        be->i->embed(be, dout + (int64_t)k * T * 100, &dw.dev, ids, T);
+    }
+    dget(be, got, dout, (int64_t)N * T * 100);
+    CHECK(memcmp(got, want, (size_t)N * T * 100 * sizeof(float)) == 0);
+    be->i->free(be, dout);
+    free(got);
+    free(want);
+    dweight_free(be, &dw);
+    tweight_free(&tw);
+    CHECK(matmul_case(be, r, HY_DTYPE_BF16, 70, 999, 23));  /* 5 rows of x per chunk */
+    CHECK(matmul_case(be, r, HY_DTYPE_F32, 33, 4000, 7));   /* 1 row per chunk */
+    be->i->destroy(be);
+}
+
+static void test_memory(struct hy_backend *be)
+{
+    static const size_t sizes[] = {0, 1, 63, 64, 100, 1 << 20};
+    for (int s = 0; s < 6; s++) {
+        unsigned char *p = be->i->alloc(be, sizes[s]);
+        CHECK(p != NULL && ((uintptr_t)p & 255) == 0);
+        if (p && sizes[s] >= 4) {
+            const char src[4] = "abc";
+            char dst[4];
+            be->i->upload(be, p, src, 4);
+            be->i->download(be, dst, p, 4);
+            CHECK(memcmp(dst, "abc", 4) == 0);
+        }
+        be->i->free(be, p);
+    }
+    CHECK(be->i->alloc(be, (size_t)1 << 50) == NULL); /* a petabyte: NULL, and ops go on */
+}
+
+int main(void)
+{
+    if (!hy_cuda_available()) {
+        fprintf(stderr, "no CUDA device: skipping\n");
+        return 77;
+    }
+    struct rng r = {0x2545f4914f6cdd1dull};
+    struct hy_backend *be = NULL;
+    struct hy_err err;
+    CHECKF(hy_cuda_backend_create(&be, 0, &err) == HY_OK, "%s", err.msg);
+    if (!be)
+        return test_result();
+    fprintf(stderr, "device: %s\n", hy_cuda_backend_device_name(be));
+    test_memory(be);
+    test_upload(be, &r);
+    test_matmul(be, &r, "default");
+    test_attention(be, &r);
+    test_rope(be, &r);
+    test_rmsnorm(be, &r);
+    test_embed(be, &r);
+    test_rows(be, &r);
+    test_elementwise(be, &r);
+    be->i->destroy(be);
+    test_small_buffers(&r);
+    fprintf(stderr, "worst error/bound: matmul %.3g (normwise rel %.3g), attention %.3g\n",
+            worst_matmul, worst_matmul_norm, worst_attn);
+    return test_result();
+}

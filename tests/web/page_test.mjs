@@ -1,0 +1,310 @@
+// page_test.mjs: drives the web page in headless Chromium (Debian chromium + playwright-core).
+//
+//   node page_test.mjs --modules DIR --src SRC --out DIR (--stub | --hymt BIN --model DIR)
+//
+// --modules: a folder whose node_modules holds playwright-core (browser_test.sh installs it).
+// --stub starts tests/web/stub_server.mjs (serves web/index.html as it is in the tree);
+// --hymt starts `BIN serve -m MODEL` on a free port (the page embedded in the binary).
+// Checks: the 38 languages of src/translate/lang.c with their native names, filtering,
+// keyboard-only focus order, a streamed translation (text grows while the request runs),
+// elapsed time and tokens/s, copy, swap, upload of a .md document with its progress bar and
+// the download of its translation, the error on an over-long text (413, server's message),
+// the demo banner, no external requests, no page errors, a phone-sized layout. Screenshots
+// go to --out. Prints one line per check and "N passed, N failed"; exit 1 on any failure.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+const argv = process.argv.slice(2);
+const opt = (n, d) => { const i = argv.indexOf(n); return i >= 0 ? argv[i + 1] : d; };
+const has = (n) => argv.includes(n);
+const modulesDir = opt('--modules');
+const srcDir = path.resolve(opt('--src', '.'));
+const outDir = path.resolve(opt('--out', '.'));
+const stub = has('--stub');
+const hymtBin = opt('--hymt');
+const modelDir = opt('--model');
+const MAX_CHARS = 2000;   // both servers are started with this limit
+const mode = stub ? 'stub' : 'hymt';
+
+const require = createRequire(path.join(path.resolve(modulesDir), 'noop.js'));
+const { chromium } = require('playwright-core');
+
+let passed = 0, failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) passed++; else failed++;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
+  return ok;
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+// Starts the server; resolves {child, base} once /health answers 200.
+async function startServer() {
+  let child, port;
+  if (stub) {
+    child = spawn(process.execPath, [path.join(srcDir, 'tests/web/stub_server.mjs'), '--page',
+      path.join(srcDir, 'web/index.html'), '--port', '0', '--max-chars', String(MAX_CHARS)],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+    port = await new Promise((resolve, reject) => {
+      let buf = '';
+      child.stdout.on('data', (d) => {
+        buf += d;
+        const m = buf.match(/listening (\d+)/);
+        if (m) resolve(Number(m[1]));
+      });
+      child.on('exit', (c) => reject(new Error(`stub server exited with ${c}`)));
+    });
+  } else {
+    port = await freePort();
+    const logPath = path.join(outDir, 'serve.log');
+    const log = fs.openSync(logPath, 'w');
+    child = spawn(hymtBin, ['serve', '-m', modelDir, '--host', '127.0.0.1', '--port', String(port),
+      '--max-chars', String(MAX_CHARS)], { stdio: ['ignore', log, log] });
+    child.on('exit', (c, s) => { if (!stopping) console.log(`hymt serve exited (${c ?? s}); log: ${logPath}`); });
+  }
+  const base = `http://127.0.0.1:${port}/`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    try {
+      const r = await fetch(base + 'health');
+      if (r.ok) break;
+    } catch { /* not yet */ }
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server at ${base} did not become healthy`);
+    await sleep(100);
+  }
+  return { child, base };
+}
+let stopping = false;
+
+// The language table of src/translate/lang.c: [code, English, Chinese, native].
+function cLanguages() {
+  const c = fs.readFileSync(path.join(srcDir, 'src/translate/lang.c'), 'utf8');
+  const rows = [];
+  const re = /^\s*L\("([^"]+)",\s*"([^"]+)",\s*"([^"]+)",\s*"([^"]+)"/gm;
+  let m;
+  while ((m = re.exec(c))) rows.push([m[1], m[2], m[3], m[4]]);
+  return rows;
+}
+
+async function main() {
+  fs.mkdirSync(outDir, { recursive: true });
+  const { child, base } = await startServer();
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    await desktop(browser, base);
+    await phone(browser, base);
+  } finally {
+    await browser.close();
+    stopping = true;
+    child.kill('SIGTERM');
+    await new Promise((r) => { if (child.exitCode !== null) r(); else { child.on('exit', r); setTimeout(r, 10000); } });
+  }
+}
+
+async function desktop(browser, base) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base.replace(/\/$/, '') });
+  const page = await ctx.newPage();
+  const external = [], pageErrors = [];
+  page.on('request', (r) => { const u = r.url(); if (!u.startsWith(base) && !/^(data|blob):/.test(u)) external.push(u); });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) pageErrors.push(m.text()); });
+
+  const models = await (await fetch(base + 'v1/models')).json();
+  const m0 = models.data && models.data[0] || {};
+  const isDemo = m0.demo === true || (m0.demo !== false && /demo/i.test(m0.id || ''));
+  await page.goto(base);
+  await page.waitForFunction(() => /^Model: /.test(document.getElementById('model').textContent), null, { timeout: 10000 });
+  check('model name shown', (await page.textContent('#model')).includes(m0.id), await page.textContent('#model'));
+  check('demo banner matches /v1/models', (await page.isVisible('#demo-banner')) === isDemo, `demo=${isDemo}`);
+  const count0 = await page.textContent('#count');
+  check('limit read from the server', count0.includes(MAX_CHARS.toLocaleString('en-US')), count0);
+
+  // Languages: the 38 of lang.c, in order, with English and native names.
+  const want = cLanguages();
+  const tgtOpts = await page.$$eval('#tgt-lang option', (os) => os.map((o) => [o.value, o.textContent]));
+  const srcOpts = await page.$$eval('#src-lang option', (os) => os.map((o) => o.value));
+  check('lang.c parsed', want.length === 38, `${want.length} rows`);
+  check('target list = lang.c codes', JSON.stringify(tgtOpts.map((o) => o[0])) === JSON.stringify(want.map((w) => w[0])));
+  check('source list = auto + lang.c codes', JSON.stringify(srcOpts) === JSON.stringify(['auto', ...want.map((w) => w[0])]));
+  const badNames = want.filter((w, i) => !tgtOpts[i] || !tgtOpts[i][1].includes(w[1]) || !tgtOpts[i][1].includes(w[3]));
+  check('English and native names', badNames.length === 0, badNames.map((w) => w[0]).join(' '));
+  const pageTable = await page.evaluate(() => document.documentElement.innerHTML.match(/\["zh", "Chinese", "中文", "简体中文"\]/) !== null);
+  check('Chinese names in the table', pageTable);
+
+  // Filtering by native name, Chinese name and code, keyboard only.
+  await page.focus('#tgt-filter');
+  await page.keyboard.type('deut');
+  let opts = await page.$$eval('#tgt-lang option', (os) => os.map((o) => o.value));
+  check('filter by native name', JSON.stringify(opts) === '["de"]', opts.join(','));
+  await page.keyboard.press('Enter');
+  check('Enter in the filter focuses the list', await page.evaluate(() => document.activeElement.id === 'tgt-lang'));
+  check('filtered selection applies', await page.inputValue('#tgt-lang') === 'de');
+  await page.fill('#src-filter', '英语');
+  opts = await page.$$eval('#src-lang option', (os) => os.map((o) => o.value));
+  check('filter by Chinese name', JSON.stringify(opts) === '["en"]', opts.join(','));
+  await page.fill('#src-filter', '');
+  await page.selectOption('#src-lang', 'en');
+  check('clearing the filter keeps the choice', await page.inputValue('#src-lang') === 'en');
+
+  // Keyboard-only: the focus order from the top of the page.
+  await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); });
+  const order = [];
+  await page.focus('#src-filter');
+  for (let i = 0; i < 14; i++) {
+    order.push(await page.evaluate(() => document.activeElement.id || document.activeElement.tagName));
+    await page.keyboard.press('Tab');
+  }
+  const expect = ['src-filter', 'src-lang', 'swap', 'tgt-filter', 'tgt-lang', 'src-text', 'upload', 'clear', 'out'];
+  const idx = expect.map((id) => order.indexOf(id));
+  check('focus order', idx.every((v, i) => v >= 0 && (i === 0 || v > idx[i - 1])), order.join(' > '));
+  const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input:not([type=file]),select,textarea,button')]
+    .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.getAttribute('aria-labelledby') && !e.textContent.trim())
+    .map((e) => e.id));
+  check('every control has a label', unlabeled.length === 0, unlabeled.join(' '));
+
+  // Streamed translation with Ctrl+Enter: watch the output grow while the request runs.
+  await page.evaluate(() => {
+    window.__growth = [];
+    const out = document.getElementById('out');
+    new MutationObserver(() => {
+      window.__growth.push([out.textContent.length, document.body.dataset.state]);
+    }).observe(out, { childList: true, characterData: true, subtree: true });
+  });
+  if (!stub) await setOptions(page, { max_tokens: 24, seed: 1 });
+  await page.fill('#src-text', 'Hello world. The weather is nice today.\n\nA second paragraph.');
+  await page.focus('#src-text');
+  await page.keyboard.press('Control+Enter');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
+  const err1 = await page.isVisible('#error') ? await page.textContent('#error') : '';
+  check('translation finishes', await page.getAttribute('body', 'data-state') === 'done', err1);
+  const out1 = await page.textContent('#out');
+  check('translation shown', out1.length > 0, JSON.stringify(out1.slice(0, 80)));
+  const growth = await page.evaluate(() => window.__growth);
+  const running = growth.filter((g) => g[1] === 'running' && g[0] > 0).map((g) => g[0]);
+  const distinct = new Set(running).size;
+  check('output streamed (grew while running)', distinct >= 2, `${distinct} sizes while running`);
+  const stats1 = await page.textContent('#stats');
+  check('elapsed time and tokens/s', /Elapsed \d+\.\d s/.test(stats1) && /[\d.]+ tokens\/s/.test(stats1), stats1);
+  if (stub) check('stub translation content', out1.includes('⟨de:Hello⟩') && out1.includes('\n\n'), out1.slice(0, 60));
+  await page.click('#copy');
+  const clip = await page.evaluate(() => navigator.clipboard.readText()).catch((e) => 'ERR ' + e);
+  check('copy button', clip === out1, JSON.stringify(clip.slice(0, 40)));
+  await page.screenshot({ path: path.join(outDir, 'page.png') });
+
+  // Swap: languages exchange and the translation becomes the input.
+  await page.click('#swap');
+  check('swap languages', await page.inputValue('#src-lang') === 'de' && await page.inputValue('#tgt-lang') === 'en');
+  check('swap texts', await page.inputValue('#src-text') === out1);
+  await page.keyboard.press('Alt+s');   // and back, from the keyboard
+  check('Alt+S swaps back', await page.inputValue('#src-lang') === 'en' && await page.inputValue('#tgt-lang') === 'de');
+
+  // Upload a Markdown document longer than the limit (sent in parts), watch the progress bar,
+  // download its translation.
+  const paras = [];
+  for (let i = 1; i <= 40; i++) paras.push(`## Part ${i}\n\nSentence ${i} is here. It has two sentences, and some words.`);
+  const docText = paras.join('\n\n') + '\n';
+  await page.evaluate(() => {
+    window.__prog = [];
+    const p = document.getElementById('progress'), t = document.getElementById('progress-text');
+    new MutationObserver(() => window.__prog.push([p.value, t.textContent])).observe(t, { childList: true, characterData: true, subtree: true });
+  });
+  await page.setInputFiles('#file', { name: 'notes.md', mimeType: 'text/markdown', buffer: Buffer.from(docText) });
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state) && document.getElementById('doc').textContent, null, { timeout: 300000 });
+  const err2 = await page.isVisible('#error') ? await page.textContent('#error') : '';
+  check('document translated', await page.getAttribute('body', 'data-state') === 'done', err2);
+  check('document text loaded', await page.inputValue('#src-text') === docText);
+  const prog = await page.evaluate(() => window.__prog);
+  const labels = prog.map((p) => p[1]);
+  check('progress bar ends at 100%', await page.evaluate(() => document.getElementById('progress').value) === 1 && await page.isVisible('#progress'));
+  check('progress counts segments', labels.some((l) => /Segments \d+ \/ \d+/.test(l)), labels.slice(-3).join(' | '));
+  check('long document sent in parts', labels.some((l) => /part 2 of/.test(l)), `${docText.length} chars, limit ${MAX_CHARS}`);
+  const dlP = page.waitForEvent('download');
+  await page.click('#download');
+  const dl = await dlP;
+  const dlPath = path.join(outDir, 'download-' + dl.suggestedFilename());
+  await dl.saveAs(dlPath);
+  const outDoc = await page.textContent('#out');
+  check('download file name', dl.suggestedFilename() === 'notes.de.md', dl.suggestedFilename());
+  check('download = shown translation', fs.readFileSync(dlPath, 'utf8') === outDoc, `${outDoc.length} chars`);
+  if (stub) check('paragraph structure kept', outDoc.split('\n\n').length === docText.trim().split('\n\n').length);
+  await page.screenshot({ path: path.join(outDir, 'document.png') });
+
+  // Over-long text: the counter warns, the server's 413 message is shown.
+  await page.click('#clear');
+  await page.fill('#src-text', 'a'.repeat(MAX_CHARS + 1));
+  check('counter flags the limit', await page.evaluate(() => document.getElementById('count').classList.contains('over')), await page.textContent('#count'));
+  await page.click('#translate');
+  await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 30000 });
+  const e413 = await page.textContent('#error');
+  check('413 shown with the server message', /Text too long/.test(e413) && /413/.test(e413) && /\d/.test(e413), e413);
+  check('error is an alert', await page.getAttribute('#error', 'role') === 'alert');
+  await page.screenshot({ path: path.join(outDir, 'error.png') });
+
+  if (stub) {
+    // 429 (queue full) with Retry-After, and Stop mid-stream.
+    await page.fill('#src-text', 'please __queue_full__');
+    await page.keyboard.press('Control+Enter');
+    await page.waitForFunction(() => document.body.dataset.state === 'error');
+    const e429 = await page.textContent('#error');
+    check('429 shown', /queue is full/.test(e429) && /Try again in 1 s/.test(e429) && /16 requests waiting/.test(e429), e429);
+    await page.fill('#src-text', '__slow__ ' + 'word '.repeat(200));
+    await page.keyboard.press('Control+Enter');
+    await page.waitForFunction(() => document.getElementById('out').textContent.length > 20);
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => document.body.dataset.state === 'stopped', null, { timeout: 10000 });
+    const partial = (await page.textContent('#out')).length;
+    await sleep(300);
+    check('Esc stops the stream, partial output kept', partial > 0 && (await page.textContent('#out')).length === partial, `${partial} chars`);
+    check('buttons re-enabled after stop', !(await page.isDisabled('#translate')) && await page.isDisabled('#stop'));
+  }
+
+  check('no external requests', external.length === 0, external.join(' '));
+  check('no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+  await ctx.close();
+}
+
+async function setOptions(page, o) {
+  await page.click('#options summary');
+  for (const [k, v] of Object.entries(o)) await page.fill(`#opt-${k}`, String(v));
+}
+
+async function phone(browser, base) {
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const page = await ctx.newPage();
+  await page.goto(base);
+  await page.waitForFunction(() => /^Model: /.test(document.getElementById('model').textContent));
+  const m = await page.evaluate(() => {
+    const r = (id) => document.getElementById(id).getBoundingClientRect();
+    return { sw: document.documentElement.scrollWidth, text: r('src-text'), out: r('out'), tr: r('translate') };
+  });
+  check('phone: no horizontal scrolling', m.sw <= 390, `scrollWidth ${m.sw}`);
+  check('phone: panes stacked', m.out.top >= m.text.bottom, `text bottom ${m.text.bottom}, out top ${m.out.top}`);
+  check('phone: touch-sized buttons', m.tr.height >= 44, `${m.tr.height}px`);
+  await page.screenshot({ path: path.join(outDir, 'phone.png'), fullPage: true });
+  await ctx.close();
+}
+
+main().then(() => {
+  console.log(`web-${mode}: ${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}, (e) => {
+  console.error(e && e.stack || e);
+  console.log(`web-${mode}: ${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+});
