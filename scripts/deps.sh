@@ -16,8 +16,9 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc jansson libjansson-dev
     need_pc oniguruma libonig-dev
     need_pc libutf8proc libutf8proc-dev
+    need_pc libmicrohttpd libmicrohttpd-dev
 else
-    missing="$missing libjansson-dev libonig-dev libutf8proc-dev"
+    missing="$missing libjansson-dev libonig-dev libutf8proc-dev libmicrohttpd-dev"
 fi
 
 if [ -z "$missing" ]; then

@@ -18,6 +18,7 @@ static const char usage[] =
     "  tokenize         text to token ids (or --decode: ids to text)\n"
     "  translate        translate files or stdin into another language\n"
     "  bench            measure engine throughput on random prompts\n"
+    "  serve            HTTP server: translation API, OpenAI API, metrics, web page\n"
     "\n"
     "options:\n"
     "  -h, --help       this text; 'hymt COMMAND --help' for a command's options\n"
@@ -40,6 +41,7 @@ static const struct command commands[] = {
     {"tokenize", cmd_tokenize},
     {"translate", cmd_translate},
     {"bench", cmd_bench},
+    {"serve", cmd_serve},
 };
 
 int main(int argc, char **argv)

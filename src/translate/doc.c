@@ -234,6 +234,10 @@ static hy_status run(struct doc *d, struct hy_err *err)
                 finish(d, d->next_submit, HY_FINISH_ERROR); /* keeps the original text */
             d->next_submit++;
         }
+        if (d->o->cancelled && d->o->cancelled(d->o->cancel_ctx)) {
+            d->res->cancelled = true; /* cleanup cancels and releases what is in flight */
+            return hy_err_set(err, HY_DOC_CANCELLED, "translation cancelled");
+        }
         poll_engine(d);
         hy_status st = flush(d, err);
         if (st)

@@ -7,7 +7,9 @@
  * are done. Nothing is dropped: a segment that fails keeps its original text and is
  * counted in the result. Runs on the calling thread (it waits on the engine); allocates
  * per document (segments, outputs), never on the engine thread.
- * Errors: HY_E_INVAL for bad options or text that is not UTF-8; the sink's own error. */
+ * Errors: HY_E_INVAL for bad options or text that is not UTF-8; the sink's own error;
+ * HY_DOC_CANCELLED when the optional cancelled hook said stop (segments in flight are
+ * cancelled and released first; what was written stays written). */
 #ifndef HY_TRANSLATE_DOC_H
 #define HY_TRANSLATE_DOC_H
 
@@ -18,6 +20,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The status of a translation stopped by hy_doc_opts.cancelled. hy_doc_translate returns
+ * HY_E_UNSUPPORTED for nothing else, so a sink must not return it either. */
+#define HY_DOC_CANCELLED HY_E_UNSUPPORTED
 
 struct hy_doc_progress {
     size_t done, total;  /* segments finished / in the document */
@@ -40,6 +46,10 @@ struct hy_doc_opts {
     /* Optional: called when a segment finishes. */
     void (*progress)(void *ctx, const struct hy_doc_progress *p);
     void *progress_ctx;
+    /* Optional: asked once per poll round (tens of ms); true stops the translation with
+     * HY_DOC_CANCELLED (a client that went away, a deadline, a shutdown). */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
 };
 
 struct hy_doc_result {
@@ -49,6 +59,7 @@ struct hy_doc_result {
     int64_t tokens_in, tokens_out;
     const struct hy_lang *src; /* the source language used (detected or given); may be NULL */
     double elapsed_s;
+    bool cancelled;         /* stopped by the cancelled hook */
 };
 
 hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,

@@ -1,0 +1,219 @@
+/* cmd_serve.c: `hymt serve`: the HTTP server (src/server/) on one shared engine.
+ * Order: block the stop signals (every thread inherits the mask, so only this thread
+ * takes them), listen, load the model (/health answers meanwhile, /ready says 503), become
+ * ready, wait for SIGINT/SIGTERM, drain, stop. */
+#include "backend/cpu/cpu.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/globals.h"
+#include "core/log.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SERVE_DRAIN_S 30.0 /* default wait for running requests at shutdown */
+#define SERVE_DEMO_MARKER "DEMO_MODEL_README" /* written by the Makefile's demo-model target */
+
+static const struct cli_cmd cmd = {
+    "serve",
+    "usage: hymt serve -m MODEL [options]\n"
+    "\n"
+    "Serves the translation API (POST /api/translate), the OpenAI-compatible API\n"
+    "(POST /v1/chat/completions, POST /v1/completions, GET /v1/models), GET /health,\n"
+    "GET /ready, GET /metrics (Prometheus) and the web page (GET /) over HTTP/1.1, all on\n"
+    "one engine that batches every request. SIGINT/SIGTERM stop accepting, let running\n"
+    "requests finish (up to --drain SEC) and exit 0.\n"
+    "\n"
+    "  -m, --model DIR            checkpoint folder (config.json, safetensors, tokenizer.json);\n"
+    "                             `make serve` serves the random-weight demo model\n"
+    "  --host ADDR                address to listen on (default 127.0.0.1)\n"
+    "  --port N                   port (default 8080; 0: any free port, logged)\n"
+    "  -t, --threads N            CPU threads for the model (default: all online CPUs)\n"
+    "  --max-queue N              requests (segments) waiting in the engine; more get 429\n"
+    "                             (default 1024)\n"
+    "  --max-running N            sequences decoded together (default 16)\n"
+    "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
+    "  --kv-memory SIZE           KV cache size (default 1G), e.g. 512M\n"
+    "  --timeout SEC              per request; past it the answer is 504 (default: none)\n"
+    "  --drain SEC                at shutdown, wait this long for running requests (default 30)\n"
+    "  --max-body BYTES           largest request body; larger is 413 (default 1M)\n"
+    "  --max-chars N              longest text to translate in characters; longer is 413\n"
+    "                             (default 20000)\n"
+    "  --max-connections N        open connections, one thread each (default 1024)\n"
+    "  --api-key KEY              require 'Authorization: Bearer KEY' on /api and /v1 routes\n"
+    "  --cors ORIGIN              send Access-Control-Allow-Origin: ORIGIN\n"
+    "  --model-name NAME          the model id in responses (default: the folder's name)\n"
+    "  -h, --help                 this text\n",
+};
+
+struct serve_opts {
+    const char *model, *host, *kv, *max_body, *api_key, *cors, *name;
+    int64_t port, threads, max_queue, max_running, mbt, max_chars, max_conns;
+    double timeout, drain;
+};
+
+static int parse_opts(struct serve_opts *o, int argc, char **argv)
+{
+    struct cli_opt opts[] = {
+        {"m|model", CLI_STR, &o->model, 0, 0, false},
+        {"host", CLI_STR, &o->host, 0, 0, false},
+        {"port", CLI_INT, &o->port, 0, 65535, false},
+        {"t|threads", CLI_INT, &o->threads, 1, 256, false},
+        {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
+        {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
+        {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
+        {"kv-memory", CLI_STR, &o->kv, 0, 0, false},
+        {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
+        {"drain", CLI_REAL, &o->drain, 0, 1e5, false},
+        {"max-body", CLI_STR, &o->max_body, 0, 0, false},
+        {"max-chars", CLI_INT, &o->max_chars, 1, 1 << 26, false},
+        {"max-connections", CLI_INT, &o->max_conns, 1, 65536, false},
+        {"api-key", CLI_STR, &o->api_key, 0, 0, false},
+        {"cors", CLI_STR, &o->cors, 0, 0, false},
+        {"model-name", CLI_STR, &o->name, 0, 0, false},
+    };
+    int n_pos = 0;
+    int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0, &n_pos);
+    if (r)
+        return r;
+    if (!o->model)
+        return cli_fail(&cmd, "-m MODEL is required: a checkpoint folder such as "
+                              "/path/to/Hunyuan-MT-7B, or run `make serve` for the "
+                              "random-weight demo model");
+    return CLI_OK;
+}
+
+/* The model's display name: --model-name, else the folder's last component. */
+static void model_name(const struct serve_opts *o, bool demo, char *buf, size_t cap)
+{
+    if (o->name) {
+        snprintf(buf, cap, "%s", o->name);
+        return;
+    }
+    if (demo) {
+        snprintf(buf, cap, "hymt-demo-random-weights");
+        return;
+    }
+    size_t n = strlen(o->model);
+    while (n > 1 && o->model[n - 1] == '/')
+        n--;
+    size_t a = n;
+    while (a > 0 && o->model[a - 1] != '/')
+        a--;
+    snprintf(buf, cap, "%.*s", (int)(n - a), o->model + a);
+}
+
+static bool is_demo(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, SERVE_DEMO_MARKER);
+    return access(path, F_OK) == 0;
+}
+
+/* Waits for SIGINT/SIGTERM (blocked in every thread, taken here) or hy_stop_requested. */
+static void wait_for_stop(const sigset_t *set)
+{
+    while (!hy_stop_requested) {
+        struct timespec ts = {1, 0};
+        int sig = sigtimedwait(set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+            HY_LOGI("serve: %s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+            hy_stop_requested = 1;
+        }
+    }
+}
+
+static hy_status load(const struct serve_opts *o, const struct hy_engine_params *ep,
+                      struct hy_backend **be, struct hy_model **m, struct hy_tok **tok,
+                      struct hy_engine **e, struct hy_err *err)
+{
+    hy_status st = hy_cpu_backend_create(be, (int)o->threads, err);
+    if (!st)
+        st = hy_model_load(m, o->model, *be, err);
+    if (!st)
+        st = hy_tok_load(tok, o->model, err);
+    if (!st)
+        st = hy_engine_create(e, *m, ep, err);
+    return st;
+}
+
+static int run(const struct serve_opts *o, struct hy_server_config *cfg,
+               const struct hy_engine_params *ep, const sigset_t *set)
+{
+    struct hy_err err = {{0}};
+    struct hy_server *srv = NULL;
+    struct hy_backend *be = NULL;
+    struct hy_model *m = NULL;
+    struct hy_tok *tok = NULL;
+    struct hy_engine *e = NULL;
+    hy_status st = hy_server_create(&srv, cfg, &err);
+    if (st) {
+        fprintf(stderr, "hymt serve: %s\n", err.msg);
+        return 1;
+    }
+    HY_LOGI("serve: listening on http://%s:%d/ (loading %s)", cfg->host, hy_server_port(srv),
+            o->model);
+    st = load(o, ep, &be, &m, &tok, &e, &err);
+    if (!st)
+        st = hy_server_set_engine(srv, e, tok, &err);
+    int rc = 0;
+    if (st) {
+        fprintf(stderr, "hymt serve: %s\n", err.msg);
+        rc = 1;
+    } else {
+        if (cfg->demo)
+            HY_LOGW("serve: DEMO MODEL with RANDOM WEIGHTS: translations are meaningless. For "
+                    "real ones: hymt serve -m /path/to/Hunyuan-MT-7B");
+        HY_LOGI("serve: ready: model %s, http://%s:%d/", cfg->model_name, cfg->host,
+                hy_server_port(srv));
+        wait_for_stop(set);
+        int left = hy_server_drain(srv);
+        HY_LOGI("serve: stopped (%d request(s) cancelled at the drain limit)", left);
+    }
+    hy_server_destroy(srv); /* before the engine: connection threads may still read it */
+    hy_engine_destroy(e);
+    hy_tok_destroy(tok);
+    hy_model_destroy(m);
+    if (be)
+        be->i->destroy(be);
+    return rc;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    struct serve_opts o = {.host = "127.0.0.1", .port = 8080, .drain = SERVE_DRAIN_S};
+    int r = parse_opts(&o, argc, argv);
+    if (r)
+        return r == CLI_HELP ? 0 : 2;
+    struct hy_engine_params ep = hy_engine_params_default();
+    ep.max_queue = o.max_queue ? (int)o.max_queue : 1024; /* documents submit every segment */
+    if (o.max_running)
+        ep.max_running = (int)o.max_running;
+    if (o.mbt)
+        ep.max_batch_tokens = (int)o.mbt;
+    if (o.kv && (ep.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o.kv, 1, INT64_MAX)) < 0)
+        return 2;
+    int64_t max_body = HY_SERVER_MAX_BODY_DEFAULT;
+    if (o.max_body && (max_body = cli_parse_size(&cmd, "--max-body", o.max_body, 64, 1ll << 32)) < 0)
+        return 2;
+    char name[256];
+    bool demo = is_demo(o.model);
+    model_name(&o, demo, name, sizeof name);
+    struct hy_server_config cfg = {
+        .host = o.host, .port = (int)o.port, .max_body = (size_t)max_body,
+        .max_chars = (size_t)o.max_chars, .timeout_s = o.timeout, .drain_s = o.drain,
+        .api_key = o.api_key, .cors = o.cors, .model_name = name, .demo = demo,
+        .max_connections = (int)o.max_conns};
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a signal */
+    return run(&o, &cfg, &ep, &set);
+}

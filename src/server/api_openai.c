@@ -1,0 +1,353 @@
+/* api_openai.c: the OpenAI-compatible routes: POST /v1/chat/completions (the model's chat
+ * template) and POST /v1/completions (a raw prompt), streamed as server-sent events
+ * ("data: {...}" chunks, then "data: [DONE]") or answered whole. Field names, object
+ * types, ids and finish reasons follow the OpenAI API so that its clients work unchanged. */
+#include "server/gen.h"
+
+#include "core/json.h"
+#include "core/utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum api_kind { API_CHAT, API_COMPLETION };
+
+struct oai {
+    struct hy_http_stream stream; /* first: the stream callbacks get this struct */
+    enum api_kind kind;
+    struct hy_gen gen;
+    char id[64];
+    long long created;
+    bool include_usage, sent_role, sent_final;
+};
+
+static json_t *usage_json(const struct hy_gen *g)
+{
+    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", g->n_prompt, "completion_tokens",
+                     g->n_generated, "total_tokens", g->n_prompt + g->n_generated);
+}
+
+/* One choices[] entry: a chat delta/message or a completion text. */
+static json_t *choice(const struct oai *o, const char *text, size_t len, const char *finish,
+                      bool stream, bool role)
+{
+    json_t *c = json_pack("{s:i,s:n}", "index", 0, "logprobs");
+    json_object_set_new(c, "finish_reason", finish ? json_string(finish) : json_null());
+    json_t *t = text ? json_stringn(text, len) : NULL;
+    if (o->kind == API_COMPLETION) {
+        json_object_set_new(c, "text", t ? t : json_string(""));
+        return c;
+    }
+    json_t *m = json_object();
+    if (role || !stream)
+        json_object_set_new(m, "role", json_string("assistant"));
+    if (t)
+        json_object_set_new(m, "content", t);
+    json_object_set_new(c, stream ? "delta" : "message", m);
+    return c;
+}
+
+static json_t *envelope(const struct oai *o, bool stream)
+{
+    const char *obj = o->kind == API_CHAT ? (stream ? "chat.completion.chunk" : "chat.completion")
+                                          : "text_completion";
+    return json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", o->id, "object", obj, "created",
+                     (json_int_t)o->created, "model", o->stream.req ? o->stream.req->srv->cfg.model_name
+                                                                    : "hymt",
+                     "system_fingerprint", "hymt");
+}
+
+static void send_chunk(struct oai *o, json_t *choices, json_t *usage)
+{
+    json_t *j = envelope(o, true);
+    json_object_set_new(j, "choices", choices);
+    if (o->include_usage)
+        json_object_set_new(j, "usage", usage ? usage : json_null());
+    else if (usage)
+        json_decref(usage);
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (s)
+        hy_http_buf_printf(&o->stream.out, "data: %s\n\n", s);
+    free(s);
+}
+
+/* The error a generation ended with, or NULL when it finished normally. */
+static const char *gen_error(const struct hy_gen *g, int *status)
+{
+    switch (g->finish) {
+    case HY_FINISH_TIMEOUT: *status = 504; return "the request passed its deadline";
+    case HY_FINISH_CANCELLED: *status = 503; return "the request was cancelled (shutdown)";
+    case HY_FINISH_ERROR: *status = 500; return "the engine failed on this request";
+    default: return NULL;
+    }
+}
+
+static bool produce(struct hy_http_stream *s)
+{
+    struct oai *o = (struct oai *)s;
+    struct hy_gen *g = &o->gen;
+    if (o->sent_final)
+        return false;
+    if (o->kind == API_CHAT && !o->sent_role) {
+        o->sent_role = true;
+        send_chunk(o, json_pack("[o]", choice(o, "", 0, NULL, true, true)), NULL);
+        return true;
+    }
+    size_t n = hy_gen_step(g);
+    if (n) {
+        send_chunk(o, json_pack("[o]", choice(o, g->text.p + g->emitted, n, NULL, true, false)),
+                   NULL);
+        g->emitted += n;
+    }
+    if (!g->done)
+        return true;
+    o->sent_final = true;
+    if (s->req->client_gone)
+        return false;
+    int status = 0;
+    const char *msg = gen_error(g, &status);
+    if (msg) {
+        hy_http_buf_printf(&s->out, "data: {\"error\":{\"message\":\"%s\",\"type\":\"%s\","
+                                    "\"code\":%d}}\n\n", msg,
+                           status == 504 ? "timeout_error" : "server_error", status);
+    } else {
+        send_chunk(o, json_pack("[o]", choice(o, NULL, 0, hy_gen_finish_reason(g), true, false)),
+                   NULL);
+        if (o->include_usage)
+            send_chunk(o, json_array(), usage_json(g));
+    }
+    hy_http_buf_printf(&s->out, "data: [DONE]\n\n");
+    return false;
+}
+
+static void destroy(struct hy_http_stream *s)
+{
+    struct oai *o = (struct oai *)s;
+    hy_gen_end(&o->gen);
+    free(o);
+}
+
+static enum MHD_Result answer_whole(struct hy_http_req *req, struct oai *o)
+{
+    struct hy_gen *g = &o->gen;
+    while (!g->done)
+        g->emitted += hy_gen_step(g);
+    enum MHD_Result ret;
+    int status = 0;
+    const char *msg = gen_error(g, &status);
+    if (req->client_gone) {
+        ret = MHD_NO; /* nobody to answer */
+    } else if (msg) {
+        ret = hy_http_error(req, status, status == 504 ? "timeout" : "cancelled", "%s", msg);
+    } else {
+        json_t *j = envelope(o, false);
+        json_object_set_new(j, "choices", json_pack("[o]", choice(o, g->text.p ? g->text.p : "",
+                                                                  g->text.n,
+                                                                  hy_gen_finish_reason(g),
+                                                                  false, false)));
+        json_object_set_new(j, "usage", usage_json(g));
+        ret = hy_http_json(req, 200, j);
+    }
+    destroy(&o->stream);
+    return ret;
+}
+
+/* Submits and answers: streamed or whole. Takes ownership of o. */
+static enum MHD_Result run(struct hy_http_req *req, struct oai *o, json_t *body,
+                           const int32_t *ids, int n)
+{
+    enum MHD_Result ret;
+    struct hy_gen_params p;
+    struct hy_err err = {{0}};
+    bool stream = false;
+    if (hy_json_get_bool(body, "stream", false, &stream, &err)) {
+        free(o);
+        return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg);
+    }
+    json_t *so = json_object_get(body, "stream_options");
+    o->include_usage = stream && json_is_true(json_object_get(so, "include_usage"));
+    o->created = (long long)time(NULL);
+    o->stream.produce = produce;
+    o->stream.destroy = destroy;
+    o->stream.req = req;
+    hy_http_new_id(req->srv, o->kind == API_CHAT ? "chatcmpl-" : "cmpl-", o->id, sizeof o->id);
+    if (!hy_gen_parse(req, body, n, &p, &ret)) {
+        free(o);
+        return ret;
+    }
+    hy_status st = hy_gen_start(&o->gen, req, ids, n, &p, &err);
+    if (st) {
+        free(o);
+        if (st == HY_E_NOSPACE)
+            return hy_http_error(req, 429, "queue_full", "the server is busy: %s; retry later",
+                                 err.msg);
+        return hy_http_error(req, 400, "invalid_request", "%s", err.msg);
+    }
+    return stream ? hy_http_sse(req, &o->stream) : answer_whole(req, o);
+}
+
+/* The text of a message's content: a string, or an array of {"type": "text", "text": ...}
+ * parts (joined). NULL when malformed. *owned is set when the result must be freed. */
+static const char *content_text(json_t *c, size_t *len, char **owned)
+{
+    *owned = NULL;
+    if (json_is_string(c)) {
+        *len = json_string_length(c);
+        return json_string_value(c);
+    }
+    if (!json_is_array(c))
+        return NULL;
+    struct hy_http_buf b = {0};
+    size_t i;
+    json_t *part;
+    json_array_foreach(c, i, part) {
+        json_t *t = json_object_get(part, "text");
+        if (!json_is_string(t) || !json_is_string(json_object_get(part, "type")) ||
+            strcmp(json_string_value(json_object_get(part, "type")), "text") ||
+            !hy_http_buf_add(&b, json_string_value(t), json_string_length(t))) {
+            hy_http_buf_free(&b);
+            return NULL;
+        }
+    }
+    *owned = b.p ? b.p : calloc(1, 1);
+    *len = b.n;
+    return *owned;
+}
+
+static bool role_of(const char *s, enum hy_prompt_role *r)
+{
+    if (!strcmp(s, "system") || !strcmp(s, "developer"))
+        *r = HY_PROMPT_SYSTEM;
+    else if (!strcmp(s, "user"))
+        *r = HY_PROMPT_USER;
+    else if (!strcmp(s, "assistant"))
+        *r = HY_PROMPT_ASSISTANT;
+    else
+        return false;
+    return true;
+}
+
+/* messages[] -> prompt_msg[]; answers 400 and returns 0 on a malformed list. */
+static size_t parse_messages(struct hy_http_req *req, json_t *list, struct hy_prompt_msg *msgs,
+                             char **owned, enum MHD_Result *ret)
+{
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n == 0) {
+        *ret = hy_http_error(req, 400, "invalid_parameter",
+                             "messages: a non-empty array of {role, content} is required");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(list, i);
+        json_t *role = json_object_get(m, "role");
+        const char *t = content_text(json_object_get(m, "content"), &msgs[i].len, &owned[i]);
+        if (!json_is_string(role) || !role_of(json_string_value(role), &msgs[i].role) || !t) {
+            *ret = hy_http_error(req, 400, "invalid_parameter",
+                                 "messages[%zu]: role must be system, user or assistant and "
+                                 "content a string or text parts", i);
+            return 0;
+        }
+        msgs[i].text = t;
+        if (hy_utf8_validate(t, msgs[i].len) != msgs[i].len) {
+            *ret = hy_http_error(req, 400, "invalid_utf8", "messages[%zu]: invalid UTF-8", i);
+            return 0;
+        }
+    }
+    return n;
+}
+
+/* Token ids of the prompt into a new array of max_seq_tokens; answers 400 on failure. */
+static int32_t *prompt_ids(struct hy_http_req *req, const struct hy_prompt_msg *msgs, size_t n_msgs,
+                           const char *raw, size_t raw_len, int *n_out, enum MHD_Result *ret)
+{
+    struct hy_server *s = req->srv;
+    int limit = hy_engine_get_params(s->engine)->max_seq_tokens;
+    int32_t *ids = malloc((size_t)limit * sizeof *ids);
+    size_t n = 0;
+    struct hy_err err = {{0}};
+    hy_status st = !ids ? HY_E_NOMEM
+                   : msgs ? hy_prompt_chat(s->tok, s->style, msgs, n_msgs, true, ids,
+                                           (size_t)limit, &n, &err)
+                          : hy_tok_encode(s->tok, raw, raw_len, true, ids, (size_t)limit, &n, &err);
+    if (st == HY_OK && n == 0)
+        st = hy_err_set(&err, HY_E_INVAL, "the prompt is empty");
+    if (st) {
+        free(ids);
+        if (st == HY_E_NOSPACE)
+            *ret = hy_http_error(req, 400, "context_length_exceeded",
+                                 "the prompt is %zu tokens; the limit is %d", n, limit);
+        else if (st == HY_E_NOMEM)
+            *ret = hy_http_error(req, 500, "out_of_memory", "out of memory");
+        else
+            *ret = hy_http_error(req, 400, "invalid_request", "%s", err.msg);
+        return NULL;
+    }
+    *n_out = (int)n;
+    return ids;
+}
+
+enum MHD_Result hy_api_chat(struct hy_http_req *req)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = hy_http_body_json(req, &ret);
+    if (!body)
+        return ret;
+    json_t *list = json_object_get(body, "messages");
+    size_t cap = json_is_array(list) ? json_array_size(list) : 0;
+    struct hy_prompt_msg *msgs = calloc(cap + 1, sizeof *msgs);
+    char **owned = calloc(cap + 1, sizeof *owned);
+    struct oai *o = calloc(1, sizeof *o);
+    int n = 0;
+    int32_t *ids = NULL;
+    size_t n_msgs = msgs && owned && o ? parse_messages(req, list, msgs, owned, &ret) : 0;
+    if (!msgs || !owned || !o)
+        ret = hy_http_error(req, 500, "out_of_memory", "out of memory");
+    else if (n_msgs)
+        ids = prompt_ids(req, msgs, n_msgs, NULL, 0, &n, &ret);
+    if (ids) {
+        o->kind = API_CHAT;
+        ret = run(req, o, body, ids, n);
+        o = NULL;
+    }
+    for (size_t i = 0; owned && i < cap; i++)
+        free(owned[i]);
+    free(owned);
+    free(msgs);
+    free(ids);
+    free(o);
+    json_decref(body);
+    return ret;
+}
+
+enum MHD_Result hy_api_completions(struct hy_http_req *req)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = hy_http_body_json(req, &ret);
+    if (!body)
+        return ret;
+    json_t *prompt = json_object_get(body, "prompt");
+    if (json_is_array(prompt) && json_array_size(prompt) == 1)
+        prompt = json_array_get(prompt, 0); /* a one-prompt batch */
+    const char *text = json_string_value(prompt);
+    size_t len = json_string_length(prompt);
+    int n = 0;
+    int32_t *ids = NULL;
+    if (!json_is_string(prompt))
+        ret = hy_http_error(req, 400, "invalid_parameter", "prompt: a string is required");
+    else if (hy_utf8_validate(text, len) != len)
+        ret = hy_http_error(req, 400, "invalid_utf8", "prompt: invalid UTF-8");
+    else
+        ids = prompt_ids(req, NULL, 0, text, len, &n, &ret);
+    struct oai *o = ids ? calloc(1, sizeof *o) : NULL;
+    if (ids && !o)
+        ret = hy_http_error(req, 500, "out_of_memory", "out of memory");
+    if (o) {
+        o->kind = API_COMPLETION;
+        ret = run(req, o, body, ids, n);
+    }
+    free(ids);
+    json_decref(body);
+    return ret;
+}

@@ -1,0 +1,64 @@
+/* gen.h: one generation request on the engine for the OpenAI routes: submit the prompt,
+ * read tokens as the engine publishes them (blocking on the request's condition variable,
+ * HY_HTTP_WAIT_S at a time), decode them incrementally, and apply stop strings, holding
+ * back text that could still become one. Connection thread only; the text buffer grows
+ * with the output, bounded by max_tokens x HY_DETOK_MAX_OUT.
+ * Errors: start returns HY_E_NOSPACE when the engine queue is full (429), HY_E_RANGE /
+ * HY_E_INVAL for a request that can never run (400). */
+#ifndef HY_SERVER_GEN_H
+#define HY_SERVER_GEN_H
+
+#include "server/http.h"
+
+#define HY_GEN_MAX_STOP_STRINGS 4
+#define HY_GEN_MAX_STOP_LEN 256
+
+struct hy_gen_params {
+    int max_tokens;
+    struct hy_sampler_params sampling;
+    bool ignore_eos;
+    char stop[HY_GEN_MAX_STOP_STRINGS][HY_GEN_MAX_STOP_LEN];
+    int n_stop;
+};
+
+struct hy_gen {
+    struct hy_http_req *req;
+    uint64_t handle;
+    bool submitted, done;
+    struct hy_detok detok;
+    struct hy_http_buf text; /* everything generated, stop strings applied */
+    size_t emitted;          /* bytes of text already handed out */
+    size_t searched;         /* stop strings were looked for up to here */
+    struct hy_gen_params p;
+    int n_prompt, n_generated;
+    enum hy_finish finish;
+    bool stopped_by_string;
+};
+
+/* Submits prompt[0..n) for req. */
+hy_status hy_gen_start(struct hy_gen *g, struct hy_http_req *req, const int32_t *prompt, int n,
+                       const struct hy_gen_params *p, struct hy_err *err);
+/* Waits for and takes in the next tokens; returns the number of new bytes that may be
+ * emitted (text.p + emitted, then the caller adds them to emitted). Sets done at the end
+ * (finish tells why) or when req should stop (client gone, deadline: finish CANCELLED or
+ * TIMEOUT). */
+size_t hy_gen_step(struct hy_gen *g);
+/* "stop" or "length" as OpenAI spells them; NULL for a failed request. */
+const char *hy_gen_finish_reason(const struct hy_gen *g);
+/* Cancels and releases the engine request if any; frees the text. */
+void hy_gen_end(struct hy_gen *g);
+
+/* Reads max_tokens / max_completion_tokens, temperature, top_p, top_k,
+ * repetition_penalty, seed, stop and ignore_eos from body into p (n_prompt decides the
+ * default and the limit of max_tokens). On a bad value answers 400 through req and
+ * returns false with *ret set. */
+bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy_gen_params *p,
+                  enum MHD_Result *ret);
+
+/* temperature (0..2), top_p (0..1; 0: greedy), top_k (-1 or 0: off), repetition_penalty,
+ * seed (absent: fallback_seed) from body over the values already in sp. HY_E_FORMAT /
+ * HY_E_RANGE naming the field. */
+hy_status hy_gen_parse_sampling(json_t *body, struct hy_sampler_params *sp, uint64_t fallback_seed,
+                                struct hy_err *err);
+
+#endif
