@@ -15,23 +15,28 @@ M=/tmp/hy7b
 mkdir -p "$OUT"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+# appends a generate run's output to gen7b.log and its info lines to the summary
+keep() { cat "$OUT/gen.txt" >>"$OUT/gen7b.log"; grep -E "info" "$OUT/gen.txt" | tee -a "$OUT/summary.txt"; }
 
-if ! pkg-config --exists jansson oniguruma libutf8proc 2>/dev/null && [ -d .gpudeps ]; then
+if ! pkg-config --exists jansson oniguruma libutf8proc libmicrohttpd 2>/dev/null && [ -d .gpudeps ]; then
     D=/tmp/gpudeps
     mkdir -p $D
     for f in .gpudeps/*.deb; do dpkg -x "$f" $D; done
+    # libmicrohttpd.pc names gnutls only for static links; we have no gnutls.pc
+    sed -i '/^Requires.private:/d' $D/usr/lib/x86_64-linux-gnu/pkgconfig/libmicrohttpd.pc
+    # libmicrohttpd.so.12 needs libgnutls.so.30: the system's if it has one, else carried
+    ldconfig -p | grep -q 'libgnutls.so.30 ' || for f in .gpudeps/gnutls/*.deb; do dpkg -x "$f" $D; done
     export PATH="$D/usr/bin:$PATH" PKG_CONFIG_LIBDIR="$D/usr/lib/x86_64-linux-gnu/pkgconfig"
     export PKG_CONFIG_SYSROOT_DIR="$D" LD_LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
     export CPATH="$D/usr/include" LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu"
-    log "build deps from .gpudeps ($(pkg-config --modversion jansson oniguruma libutf8proc | tr '\n' ' '))"
+    log "build deps from .gpudeps ($(pkg-config --modversion jansson oniguruma libutf8proc libmicrohttpd | tr '\n' ' '); system gnutls: $(ldconfig -p | grep -c 'libgnutls.so.30 '))"
 fi
 log "machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader), $(nproc) cores, $(date -u +%FT%TZ)"
-nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
 
 if has build; then
     t=$(date +%s)
     { cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DHYMT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
-        cmake --build $B -j "$(nproc)"; } >"$OUT/build.log" 2>&1
+        cmake --build $B -j "$(nproc)" --target hymt cuda_ops_test cuda_model_test; } >"$OUT/build.log" 2>&1
     log "build: exit $? in $(($(date +%s) - t)) s"
     grep -E "error|warning" "$OUT/build.log" | head -20
 fi
@@ -46,28 +51,34 @@ fi
 
 if has 7b; then
     t=$(date +%s)
-    [ -f $M/config.json ] || timeout 300 $B/hymt make-test-model --out $M --preset 7b >"$OUT/make7b.log" 2>&1
+    [ -f $M/config.json ] || timeout 300 $B/hymt make-test-model --out $M --preset 7b >>"$OUT/gen7b.log" 2>&1
     log "make-test-model 7b: $(du -sh $M | cut -f1) in $(($(date +%s) - t)) s"
     IDS4=127958,100,200,300
-    IDS512=$(seq -s, 1000 1511)
-    for n in 64 ; do
-        timeout 120 $B/hymt generate -m $M --ids $IDS4 -n $n --ignore-eos --device cuda \
-            >"$OUT/gen7b_cuda_p4.txt" 2>&1
-        log "7b cuda, 4-token prompt, $n new: exit $?"; grep -E "info" "$OUT/gen7b_cuda_p4.txt" | tee -a "$OUT/summary.txt"
+    timeout 120 $B/hymt generate -m $M --ids $IDS4 -n 128 --ignore-eos --device cuda \
+        >"$OUT/gen.txt" 2>&1
+    log "7b cuda, 4-token prompt, 128 new: exit $?"; keep
+    CUDA_IDS=$(grep -E '^[0-9]' "$OUT/gen.txt" | cut -d' ' -f1-4)
+    for p in 64 512 2048; do
+        timeout 120 $B/hymt generate -m $M --ids "$(seq -s, 1000 $((999 + p)))" -n 32 --ignore-eos \
+            --device cuda >"$OUT/gen.txt" 2>&1
+        log "7b cuda, $p-token prompt, 32 new: exit $?"; keep
     done
-    timeout 120 $B/hymt generate -m $M --ids "$IDS512" -n 32 --ignore-eos --device cuda \
-        >"$OUT/gen7b_cuda_p512.txt" 2>&1
-    log "7b cuda, 512-token prompt, 32 new: exit $?"; grep -E "info" "$OUT/gen7b_cuda_p512.txt" | tee -a "$OUT/summary.txt"
     timeout 120 $B/hymt generate -m $M --ids $IDS4 -n 4 --ignore-eos --device cpu \
-        >"$OUT/gen7b_cpu_p4.txt" 2>&1
-    log "7b cpu, 4 new: exit $?; ids cpu: $(grep -E '^[0-9]' "$OUT/gen7b_cpu_p4.txt") / cuda: $(grep -E '^[0-9]' "$OUT/gen7b_cuda_p4.txt" | cut -d' ' -f1-4)"
+        >"$OUT/gen.txt" 2>&1
+    log "7b cpu, 4 new: exit $?; ids cpu: $(grep -E '^[0-9]' "$OUT/gen.txt") / cuda: $CUDA_IDS"; keep
+    rm -f "$OUT/gen.txt"
 fi
 
 if has sanitize && command -v compute-sanitizer >/dev/null 2>&1; then
     t=$(date +%s)
-    (cd $B && HYMT_SRC=.. timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
-        ./cuda_model_test) >"$OUT/memcheck.log" 2>&1
-    log "compute-sanitizer memcheck cuda_model_test: exit $? in $(($(date +%s) - t)) s"
-    tail -3 "$OUT/memcheck.log" | tee -a "$OUT/summary.txt"
+    for tn in cuda_model_test cuda_ops_test; do
+        t=$(date +%s)
+        (cd $B && HYMT_SRC=.. timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+            ./$tn) >"$OUT/memcheck.txt" 2>&1
+        log "compute-sanitizer memcheck $tn: exit $? in $(($(date +%s) - t)) s"
+        tail -2 "$OUT/memcheck.txt" | tee -a "$OUT/summary.txt"
+        cat "$OUT/memcheck.txt" >>"$OUT/memcheck.log"
+    done
+    rm -f "$OUT/memcheck.txt"
 fi
-echo; cat "$OUT/summary.txt"
+echo "== done"

@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#define ATT_WARPS 4
+#define ATT_WARPS 16
 #define ATT_LANE_VALS 8 /* HY_CUDA_MAX_HEAD_DIM / 32 */
 
 __global__ void __launch_bounds__(ATT_WARPS * 32)

@@ -153,10 +153,14 @@ static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight
                        const int32_t *ids, int T)
 {
     struct cuda_ctx *c = ctx_of(be);
-    HY_ASSERT(table->dtype == HY_DTYPE_BF16 && T >= 0);
+    HY_ASSERT((table->dtype == HY_DTYPE_BF16 || table->dtype == HY_DTYPE_F32) && T >= 0);
     for (int t = 0; t < T; t++)
         HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
-    hy_cuda_embed_bf16(c->stream, out, table->data, table->cols, stage(c, ids, (size_t)T), T);
+    const int32_t *d_ids = stage(c, ids, (size_t)T);
+    if (table->dtype == HY_DTYPE_F32) /* a one-row table (weight_upload keeps it float32) */
+        hy_cuda_gather_rows(c->stream, out, table->data, d_ids, T, table->cols);
+    else
+        hy_cuda_embed_bf16(c->stream, out, table->data, table->cols, d_ids, T);
 }
 
 static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
@@ -171,8 +175,13 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
                         const struct hy_weight *w, int T)
 {
     struct cuda_ctx *c = ctx_of(be);
-    HY_ASSERT(w->dtype == HY_DTYPE_BF16 && w->rows <= INT32_MAX && w->cols <= INT32_MAX);
-    if (T > 0)
+    HY_ASSERT(w->rows <= INT32_MAX && w->cols <= INT32_MAX);
+    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32);
+    if (T <= 0)
+        return;
+    if (w->dtype == HY_DTYPE_F32)
+        hy_cuda_matmul_f32(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T);
+    else
         hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, c->xbf,
                             c->xbf_cap);
 }

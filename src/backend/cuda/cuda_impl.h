@@ -61,6 +61,9 @@ void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float 
 void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                          const uint16_t *w, int64_t rows, int64_t cols, int T, uint16_t *xbf,
                          size_t xbf_cap);
+/* Same with a float32 W (one-row weights), no rounding. */
+void hy_cuda_matmul_f32(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
+                        const float *w, int64_t rows, int64_t cols, int T);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,22 @@ static void test_upload(struct hy_backend *be, struct rng *r)
         }
 }
 
-/* bf16 operands: rounding x to bf16 moves each term by at most 2^-9 relative, so
+/* Element i of a host weight of dtype bf16 or f32. */
+static double wval(const struct hy_weight *w, int64_t i)
+{
+    const unsigned char *p = w->data;
+    uint16_t h;
+    float f;
+    if (w->dtype == HY_DTYPE_F32) {
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    }
+    memcpy(&h, p + 2 * i, 2);
+    return hy_bf16_to_f32(h);
+}
+
+/* One-row weights stay float32 and go through SGEMM (tighter than the bound below).
+ * bf16 operands: rounding x to bf16 moves each term by at most 2^-9 relative, so
  * |err| <= 2^-9·Σ|x w| + float32 accumulation (cols+4)·U32·Σ|x w|; 2^-8 leaves a factor 2. */
 static bool matmul_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt, int64_t rows,
                         int64_t cols, int T)
@@ -113,13 +128,9 @@ static bool matmul_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt, 
     double num = 0, den = 0;
     for (int t = 0; t < T; t++)
         for (int64_t o = 0; o < rows; o++) {
-            double a = 0, wv;
-            for (int64_t c = 0; c < cols; c++) {
-                uint16_t h;
-                memcpy(&h, (const unsigned char *)dw.host.data + 2 * (o * cols + c), 2);
-                wv = hy_bf16_to_f32(h);
-                a += fabs((double)x[t * cols + c] * wv);
-            }
+            double a = 0;
+            for (int64_t c = 0; c < cols; c++)
+                a += fabs((double)x[t * cols + c] * wval(&dw.host, o * cols + c));
             int64_t i = t * rows + o;
             want[i] = ref[i];
             bound[i] = (1.0 / 256 + (double)(cols + 4) * U32) * a;
@@ -147,7 +158,8 @@ static void test_matmul(struct hy_backend *be, struct rng *r, const char *tag)
     static const int64_t shapes[][3] = {
         {1, 1, 1},   {5, 3, 2},     {37, 45, 3},  {100, 67, 5},  {64, 128, 17}, {130, 1000, 4},
         {33, 257, 1}, {8, 16, 1},   {300, 96, 17}, {4, 4100, 2}, {97, 15, 40},  {250, 512, 1},
-        {37, 2100, 5}, {512, 4096, 3}, {70, 2048, 33},
+        {37, 2100, 5}, {512, 4096, 3}, {70, 2048, 33}, {1000, 4096, 8}, {3, 8, 8},
+        {129, 1024, 6}, {77, 2048, 9}, {4099, 64, 7},
     };
     for (int d = 0; d < 3; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -272,8 +284,8 @@ static void test_attention(struct hy_backend *be, struct rng *r)
     test_attention_batch(be, r);
 }
 
-/* rope: cosf/sinf within 2 ulps on either side and a possible fma: per element
- * |err| <= 8·U32·(|a| + |b|) of the pair. */
+/* rope: cosf/sinf within 2 ulps on the GPU (about 1 in glibc), products and the sum
+ * rounded, a possible fma: about 8·U32·(|a| + |b|) of the pair; allowed 32·U32. */
 static void test_rope(struct hy_backend *be, struct rng *r)
 {
     static const int32_t pos[] = {5, 0, 1, 2, 300, 4096, 32767, 100003, 262143, 7, 8, 9, 10, 11,
@@ -290,7 +302,7 @@ static void test_rope(struct hy_backend *be, struct rng *r)
         rng_fill(r, a, n, 3.0f);
         for (int64_t k = 0; k < n; k++) {
             int64_t base = k / hd * hd, i = k % hd % half;
-            bound[k] = 8 * U32 * (fabs(a[base + i]) + fabs(a[base + i + half]));
+            bound[k] = 32 * U32 * (fabs(a[base + i]) + fabs(a[base + i + half]));
         }
         float *dx = dput(be, a, n), *dinv = dput(be, inv, half);
         hy_ref_rope(a, pos, T, nh, hd, inv);
