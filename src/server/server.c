@@ -11,6 +11,7 @@
 #include <time.h>
 
 #define SERVER_STACK_BYTES (1u << 20) /* per connection thread */
+#define SERVER_ABORT_S 2.0           /* after the drain: time for handlers to send their 503 */
 #define SERVER_IDLE_S 30              /* keep-alive connections idle this long are closed */
 
 static hy_status resolve(const char *host, int port, struct sockaddr_storage *sa,
@@ -109,8 +110,15 @@ int hy_server_drain(struct hy_server *s)
         nanosleep(&ts, NULL);
     }
     if (n > 0) {
-        HY_LOGW("serve: cancelling %d request(s) still running after %.0f s", n, s->cfg.drain_s);
+        HY_LOGW("serve: cancelling %d request(s) still running after %.1f s", n, s->cfg.drain_s);
         atomic_store(&s->aborting, true);
+        /* handlers notice within HY_HTTP_WAIT_S and answer 503; stopping the daemon before
+         * that would close their connections without an answer */
+        t0 = hy_clock_now();
+        while (atomic_load(&s->active) > 0 && hy_clock_now() - t0 < SERVER_ABORT_S) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
     }
     return n;
 }

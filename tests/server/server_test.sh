@@ -1,0 +1,280 @@
+#!/bin/sh
+# server_test.sh HYMT DATA_DIR SRC_DIR: `hymt serve` end to end with curl on the tiny
+# checkpoint: every route, every error status, streaming and not, keep-alive, a client
+# that disconnects mid-stream (its request is cancelled and its KV blocks return), the
+# Prometheus exposition (promtool when installed, else check_metrics.py), 64 concurrent
+# clients x 20 requests with zero errors and batches larger than one, and graceful
+# shutdown (SIGTERM: running requests finish, exit 0; past --drain they get 503).
+HYMT=$1
+DATA=$2
+SRC=$3
+export NO_PROXY='*' no_proxy='*'
+TMP=$(mktemp -d /tmp/hymt-server-XXXXXX)
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fails=0
+checks=0
+fail() { fails=$((fails + 1)); echo "FAIL: $*"; }
+
+# start NAME ARGS...: hymt serve on a free port; sets PORT and PID, log in $TMP/NAME.log
+start() {
+    name=$1; shift
+    : >"$TMP/$name.log"
+    "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 "$@" 2>"$TMP/$name.log" &
+    PID=$!
+    pids="$pids $PID"
+    i=0
+    while ! grep -q "serve: ready" "$TMP/$name.log"; do
+        i=$((i + 1))
+        if [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null; then
+            echo "FAIL: server $name did not start"; cat "$TMP/$name.log"; exit 1
+        fi
+        sleep 0.05
+    done
+    PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/$|\1|p' "$TMP/$name.log")
+}
+
+# req NAME METHOD PATH [curl args]: body $TMP/NAME.body, headers .hdr, status .code
+req() {
+    name=$1 method=$2 path=$3; shift 3
+    curl -s -X "$method" -o "$TMP/$name.body" -D "$TMP/$name.hdr" -w '%{http_code}' \
+        "$@" "$U$path" >"$TMP/$name.code" 2>"$TMP/$name.err"
+}
+# post NAME PATH JSON [curl args]: with the API key
+post() {
+    name=$1 path=$2 body=$3; shift 3
+    req "$name" POST "$path" -H "$AUTH" -H 'Content-Type: application/json' -d "$body" "$@"
+}
+code() {
+    checks=$((checks + 1))
+    got=$(cat "$TMP/$1.code")
+    if [ "$got" != "$2" ]; then
+        fail "$1: HTTP $got, expected $2"; head -c 800 "$TMP/$1.body"; echo
+    fi
+}
+has() {
+    checks=$((checks + 1))
+    grep -q -- "$2" "$TMP/$1.body" || { fail "$1: '$2' not in the body"; head -c 800 "$TMP/$1.body"; echo; }
+}
+hdr() {
+    checks=$((checks + 1))
+    grep -qi -- "$2" "$TMP/$1.hdr" || fail "$1: header '$2' missing"
+}
+# py NAME EXPR: a Python assertion on the JSON body (as j)
+py() {
+    checks=$((checks + 1))
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" \
+        "$TMP/$1.body" 2>"$TMP/py.err" || { fail "$1: not true: $2"; head -c 800 "$TMP/$1.body"; echo; cat "$TMP/py.err"; }
+}
+# err NAME STATUS CODE: an error response in the documented shape
+err() {
+    code "$1" "$2"
+    py "$1" "set(j['error']) >= {'message','type','code'} and j['error']['code'] == '$3'"
+}
+metric() { # metric NAME: the value of an unlabelled or fully labelled sample in /metrics
+    curl -s "$U/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+# ---------------------------------------------------------------- server A
+start A --api-key sekret --cors '*' --max-body 8192 --max-chars 500 --drain 10 --threads 2
+U=http://127.0.0.1:$PORT
+AUTH="Authorization: Bearer sekret"
+echo "server A on port $PORT"
+
+req health GET /health; code health 200; has health '"ok"'
+req ready GET /ready; code ready 200
+req page GET /; code page 200; hdr page 'Content-Type: text/html'; has page '<html'
+req models GET /v1/models -H "$AUTH"; code models 200
+py models "j['object'] == 'list' and j['data'][0]['id'] == 'tiny-mqa' and j['data'][0]['object'] == 'model' and j['data'][0]['max_chars'] == 500 and j['data'][0]['demo'] is False"
+hdr models 'Access-Control-Allow-Origin: \*'
+req preflight OPTIONS /v1/chat/completions -H 'Origin: http://x' -H 'Access-Control-Request-Method: POST'
+code preflight 204; hdr preflight 'Access-Control-Allow-Methods'
+
+# translation, whole and streamed (segment-level deltas, then a done event with usage)
+post tr /api/translate '{"text":"Hello world. How are you?\n\nFine.","target_lang":"de","source_lang":"en","temperature":0,"max_tokens":12}'
+code tr 200
+py tr "j['target_lang'] == 'de' and j['source_lang'] == 'en' and j['segments'] >= 2 and isinstance(j['translation'], str) and j['usage']['completion_tokens'] > 0 and j['usage']['prompt_tokens'] > 0 and set(j['timing_ms']) == {'queue','first_token','total'} and j['model'] == 'tiny-mqa'"
+post tr_short /api/translate '{"text":"今天天气很好。","tgt":"en","src":"auto","max_tokens":8}'
+code tr_short 200; py tr_short "j['source_lang'] == 'zh' and j['target_lang'] == 'en'"
+post tr_stream /api/translate '{"text":"One.\n\nTwo.\n\nThree.","target_lang":"fr","stream":true,"max_tokens":8}' -N
+code tr_stream 200; hdr tr_stream 'Content-Type: text/event-stream'
+has tr_stream '"type":"delta"'; has tr_stream '"segments_total":3'; has tr_stream '"type":"done"'; has tr_stream '"completion_tokens"'
+
+# OpenAI chat and completions, whole and streamed
+post chat /v1/chat/completions '{"model":"x","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"max_tokens":6}'
+code chat 200
+py chat "j['object'] == 'chat.completion' and j['id'].startswith('chatcmpl-') and j['choices'][0]['message']['role'] == 'assistant' and j['choices'][0]['finish_reason'] in ('stop','length') and j['usage']['total_tokens'] == j['usage']['prompt_tokens'] + j['usage']['completion_tokens']"
+post chat_s /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":5,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}' -N
+code chat_s 200; has chat_s '"object":"chat.completion.chunk"'; has chat_s '"finish_reason":"length"'
+has chat_s '"completion_tokens":5'; has chat_s '^data: \[DONE\]'
+post cmpl /v1/completions '{"prompt":"abc","max_tokens":7,"ignore_eos":true,"seed":5}'
+code cmpl 200; py cmpl "j['object'] == 'text_completion' and j['usage']['completion_tokens'] == 7 and j['choices'][0]['finish_reason'] == 'length'"
+post cmpl2 /v1/completions '{"prompt":"abc","max_tokens":7,"ignore_eos":true,"seed":5}'
+checks=$((checks + 1))
+python3 -c "import json,sys; a,b=[json.load(open(f))['choices'][0]['text'] for f in sys.argv[1:]]; sys.exit(a!=b)" "$TMP/cmpl.body" "$TMP/cmpl2.body" || fail "same seed, different text"
+# stop strings: greedy text, then the same request stopped at a piece of it
+post greedy /v1/completions '{"prompt":"hello","max_tokens":24,"ignore_eos":true,"temperature":0}'
+stop=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['choices'][0]['text']; print(json.dumps(t[len(t)//2:len(t)//2+2]))" "$TMP/greedy.body")
+post stopped /v1/completions "{\"prompt\":\"hello\",\"max_tokens\":24,\"ignore_eos\":true,\"temperature\":0,\"stop\":[$stop]}"
+checks=$((checks + 1))
+python3 -c "
+import json,sys
+g=json.load(open(sys.argv[1]))['choices'][0]['text']; s=json.load(open(sys.argv[2]))['choices'][0]
+stop=json.loads(sys.argv[3]); want=g[:g.find(stop)]
+sys.exit(0 if s['text']==want and s['finish_reason']=='stop' else 1)" "$TMP/greedy.body" "$TMP/stopped.body" "$stop" || fail "stop string: $(cat "$TMP/stopped.body")"
+post stopped_s /v1/completions "{\"prompt\":\"hello\",\"max_tokens\":24,\"ignore_eos\":true,\"temperature\":0,\"stop\":$stop,\"stream\":true}" -N
+has stopped_s '"finish_reason":"stop"'
+
+# errors
+req e404 GET /nope; err e404 404 not_found
+req e405 GET /api/translate -H "$AUTH"; err e405 405 method_not_allowed; hdr e405 'Allow: POST'
+req e405b POST /health -d x; code e405b 405
+req e401 POST /api/translate -d '{"text":"a","tgt":"de"}'; err e401 401 invalid_api_key
+req e401b GET /v1/models -H 'Authorization: Bearer nope'; err e401b 401 invalid_api_key
+post bad_json /api/translate '{"text": "a",'; err bad_json 400 invalid_json
+post not_obj /v1/chat/completions '[1,2]'; err not_obj 400 invalid_json
+post bad_type /api/translate '{"text": 5, "tgt": "de"}'; err bad_type 400 missing_text
+post bad_lang /api/translate '{"text": "a", "target_lang": "xx"}'; err bad_lang 400 unknown_language
+has bad_lang 'valid: zh, en, fr'
+post no_lang /api/translate '{"text": "a"}'; err no_lang 400 missing_target_lang
+post empty /api/translate '{"text": "  \n", "tgt": "de"}'; err empty 400 empty_text
+printf '{"text": "\377\376", "tgt": "de"}' >"$TMP/badutf8.json"
+post bad_utf8 /api/translate @"$TMP/badutf8.json"; err bad_utf8 400 invalid_json
+post bad_temp /v1/chat/completions '{"messages":[{"role":"user","content":"a"}],"temperature":5}'; err bad_temp 400 invalid_parameter
+post bad_n /v1/chat/completions '{"messages":[{"role":"user","content":"a"}],"n":2}'; err bad_n 400 invalid_parameter
+has bad_n 'only n = 1'
+post bad_role /v1/chat/completions '{"messages":[{"role":"wizard","content":"a"}]}'; err bad_role 400 invalid_parameter
+post bad_msgs /v1/chat/completions '{"messages":[]}'; err bad_msgs 400 invalid_parameter
+post too_many /v1/completions '{"prompt":"a","max_tokens":100000}'; err too_many 400 context_length_exceeded
+post bad_stop /v1/completions '{"prompt":"a","stop":[1]}'; err bad_stop 400 invalid_parameter
+head -c 9000 /dev/zero | tr '\0' 'a' >"$TMP/big"
+post big /api/translate @"$TMP/big"; err big 413 request_too_large
+post big_chunked /api/translate @"$TMP/big" -H 'Transfer-Encoding: chunked'; err big_chunked 413 request_too_large
+long=$(head -c 600 /dev/zero | tr '\0' 'a')
+post long /api/translate "{\"text\":\"$long\",\"tgt\":\"de\"}"; err long 413 text_too_long
+
+# keep-alive: two requests on one connection
+checks=$((checks + 1))
+curl -sv -o /dev/null -o /dev/null "$U/health" "$U/ready" 2>&1 | grep -qi 're-using existing connection' || fail "keep-alive: the connection was not reused"
+
+# a client that goes away mid-stream: its request is cancelled, its KV blocks return
+cancelled0=$(metric 'hymt_engine_finished_total{reason="cancelled"}')
+curl -s -N --max-time 0.4 -H "$AUTH" -d '{"prompt":"x","max_tokens":4000,"ignore_eos":true,"stream":true}' "$U/v1/completions" >"$TMP/dc.body"
+checks=$((checks + 1))
+grep -q '^data: {' "$TMP/dc.body" || fail "disconnect: no chunk arrived before the client left"
+i=0
+while [ "$(metric hymt_running_sequences)" != 0 ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
+checks=$((checks + 3))
+[ "$(metric 'hymt_engine_finished_total{reason="cancelled"}')" -gt "$cancelled0" ] || fail "disconnect: the request was not cancelled"
+[ "$(metric hymt_kv_blocks_used)" = 0 ] || fail "disconnect: KV blocks still used: $(metric hymt_kv_blocks_used)"
+[ "$(metric hymt_client_disconnects_total)" -ge 1 ] || fail "disconnect: not counted"
+
+# load: 64 concurrent clients x 20 requests each (keep-alive), half translate, half chat
+urls="" outs=""
+i=0
+while [ $i -lt 20 ]; do urls="$urls $U/PATH"; outs="$outs -o /dev/null"; i=$((i + 1)); done
+c=0 load_pids=""
+while [ $c -lt 64 ]; do
+    if [ $((c % 2)) = 0 ]; then
+        path=api/translate body='{"text":"Good morning.","tgt":"de","max_tokens":8}'
+    else
+        path=v1/chat/completions body='{"messages":[{"role":"user","content":"Hello"}],"max_tokens":8,"ignore_eos":true}'
+    fi
+    # shellcheck disable=SC2086
+    curl -s $outs -w '%{http_code}\n' -H "$AUTH" -d "$body" $(echo $urls | sed "s|/PATH|/$path|g") >"$TMP/load.$c" &
+    load_pids="$load_pids $!"
+    c=$((c + 1))
+done
+for p in $load_pids; do wait "$p"; done
+checks=$((checks + 2))
+ok=$(cat "$TMP"/load.* | grep -c '^200$')
+[ "$ok" = 1280 ] || fail "load: $ok of 1280 requests answered 200: $(cat "$TMP"/load.* | sort | uniq -c | tr '\n' ' ')"
+batch=$(metric hymt_engine_mean_batch_sequences)
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1 else 1)" "$batch" || fail "load: mean batch $batch, not above 1"
+echo "load: $ok/1280 ok, mean sequences per engine step $batch"
+
+# metrics exposition
+curl -s "$U/metrics" >"$TMP/metrics.txt"
+checks=$((checks + 2))
+grep -q 'hymt_http_requests_total{route="/api/translate",code="200"}' "$TMP/metrics.txt" || fail "metrics: no translate 200 counter"
+if command -v promtool >/dev/null 2>&1; then
+    promtool check metrics <"$TMP/metrics.txt" || fail "promtool check metrics"
+else
+    python3 "$SRC/tests/server/check_metrics.py" "$TMP/metrics.txt" || fail "check_metrics.py"
+fi
+for m in hymt_time_to_first_token_seconds_count hymt_queue_depth hymt_engine_preemptions_total \
+    hymt_kv_blocks_total hymt_prefix_cache_hit_ratio hymt_process_resident_memory_bytes \
+    hymt_prompt_tokens_total hymt_http_request_duration_seconds_bucket; do
+    checks=$((checks + 1))
+    grep -q "^$m" "$TMP/metrics.txt" || fail "metrics: $m missing"
+done
+
+# graceful shutdown: a running request finishes, then exit 0
+post drain_req /v1/completions '{"prompt":"x","max_tokens":1500,"ignore_eos":true}' &
+dpid=$!
+sleep 0.3
+kill -TERM "$PID"
+wait $dpid
+code drain_req 200; py drain_req "j['usage']['completion_tokens'] == 1500"
+wait "$PID"; rc=$?
+checks=$((checks + 2))
+[ $rc = 0 ] || fail "server A exited $rc after SIGTERM"
+grep -q 'SIGTERM' "$TMP/A.log" || fail "no shutdown line in the log"
+
+# ---------------------------------------------------------------- server B: a full queue
+# One sequence runs, one waits: of 8 simultaneous long requests the excess get 429 at once,
+# the admitted ones still finish. Then SIGTERM with a short drain: what is still running or
+# queued past it gets 503, and the exit code is 0.
+start B --max-running 1 --max-queue 1 --drain 0.2 --threads 1
+U=http://127.0.0.1:$PORT
+AUTH="X-None: 0"
+burst() { # burst PREFIX N: N long requests at once in the background; sets burst_pids
+    burst_pids=""
+    k=0
+    while [ $k -lt "$2" ]; do
+        post "$1$k" /v1/completions '{"prompt":"x","max_tokens":4000,"ignore_eos":true}' &
+        burst_pids="$burst_pids $!"
+        k=$((k + 1))
+    done
+}
+burst q 8
+for p in $burst_pids; do wait "$p"; done
+codes=$(for f in "$TMP"/q?.code; do cat "$f"; echo; done)
+n200=$(echo "$codes" | grep -c 200)
+n429=$(echo "$codes" | grep -c 429)
+checks=$((checks + 2))
+[ "$n200" -ge 1 ] && [ "$n429" -ge 1 ] && [ $((n200 + n429)) = 8 ] || fail "burst: $n200 x 200, $n429 x 429 of 8:" $codes
+for k in 0 1 2 3 4 5 6 7; do
+    if [ "$(cat "$TMP/q$k.code")" = 429 ]; then err "q$k" 429 queue_full; hdr "q$k" 'Retry-After: 1'; break; fi
+done
+post full_tr /api/translate '{"text":"a","tgt":"de"}' # an idle engine: admitted
+code full_tr 200
+burst cut 2
+sleep 0.1
+kill -TERM "$PID"
+for p in $burst_pids; do wait "$p"; done
+checks=$((checks + 1))
+grep -q 503 "$TMP"/cut?.code || fail "drain: nothing was cut at the drain limit: $(cat "$TMP"/cut?.code)"
+for k in 0 1; do [ "$(cat "$TMP/cut$k.code")" = 503 ] && err "cut$k" 503 cancelled; done
+wait "$PID"; rc=$?
+checks=$((checks + 1))
+[ $rc = 0 ] || fail "server B exited $rc after SIGTERM"
+
+# ---------------------------------------------------------------- server C: deadlines
+start C --timeout 0.1 --threads 1
+U=http://127.0.0.1:$PORT
+post slow /v1/completions '{"prompt":"x","max_tokens":4000,"ignore_eos":true}'; err slow 504 timeout
+post slow_s /v1/completions '{"prompt":"x","max_tokens":4000,"ignore_eos":true,"stream":true}' -N
+code slow_s 200; has slow_s '"code":504'; has slow_s '^data: \[DONE\]'
+post slow_tr /api/translate "{\"text\":\"$(head -c 300 /dev/zero | tr '\0' 'a')\",\"tgt\":\"de\",\"max_tokens\":4000}"
+err slow_tr 504 timeout
+kill -TERM "$PID"
+wait "$PID"
+pids=""
+
+echo "server_test: $checks checks, $fails failures"
+[ $fails = 0 ]
