@@ -80,3 +80,15 @@ add_test(NAME web_page_hymt COMMAND sh ${CMAKE_SOURCE_DIR}/tests/web/browser_tes
   ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} hymt $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
 set_tests_properties(web_page_stub web_page_hymt PROPERTIES LABELS web TIMEOUT 600
   SKIP_RETURN_CODE 77 RESOURCE_LOCK hymt_chromium)
+
+# The HTTP server (label "server"): tests/server/server_test.sh drives `hymt serve` on the
+# tiny checkpoint with curl (every route and error status, streaming, keep-alive, client
+# disconnect, metrics format, 64 x 20 concurrent requests, graceful shutdown);
+# server_openai_test runs the official openai npm client (pinned, installed into the build
+# folder by tests/server/openai_test.sh) against it.
+add_test(NAME server_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/server_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR})
+add_test(NAME server_openai_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/openai_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa ${CMAKE_SOURCE_DIR}
+  ${CMAKE_BINARY_DIR}/npm-openai)
+set_tests_properties(server_test server_openai_test PROPERTIES LABELS server TIMEOUT 300)
