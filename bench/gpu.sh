@@ -47,6 +47,11 @@ if has test; then
     log "ctest -L cuda: exit $? in $(($(date +%s) - t)) s"
     grep -E "worst|greedy|batched|checks|Passed|Failed|CHECK|device:|tests passed" "$OUT/ctest_cuda.log" |
         tee -a "$OUT/summary.txt" | head -40
+    # a race shows as results that move between runs: the op test twice more
+    for i in 1 2; do
+        (cd $B && HYMT_SRC=.. ./cuda_ops_test) >>"$OUT/ctest_cuda.log" 2>&1
+        log "cuda_ops_test again: exit $?; $(tail -2 "$OUT/ctest_cuda.log" | tr '\n' ' ')"
+    done
 fi
 
 if has 7b; then
@@ -73,7 +78,7 @@ if has sanitize && command -v compute-sanitizer >/dev/null 2>&1; then
     t=$(date +%s)
     for tn in cuda_model_test cuda_ops_test; do
         t=$(date +%s)
-        (cd $B && HYMT_SRC=.. timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        (cd $B && HYMT_SRC=.. timeout 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
             ./$tn) >"$OUT/memcheck.txt" 2>&1
         log "compute-sanitizer memcheck $tn: exit $? in $(($(date +%s) - t)) s"
         tail -2 "$OUT/memcheck.txt" | tee -a "$OUT/summary.txt"

@@ -120,8 +120,14 @@ static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
     if (!dev)
         return hy_err_set(err, HY_E_NOMEM, "out of device memory for a %lldx%lld weight",
                           (long long)w->rows, (long long)w->cols);
+    /* Copies go on the backend's stream and are waited for: a plain cudaMemcpy from
+     * pageable memory may return before its DMA lands, and it runs on the legacy stream,
+     * which our non-blocking stream does not wait for (seen: a matmul read a half-copied
+     * weight). */
     if (w->dtype == to) {
-        HY_CUDA_CHECK(cudaMemcpy(dev, w->data, (size_t)n * esz, cudaMemcpyHostToDevice));
+        HY_CUDA_CHECK(cudaMemcpyAsync(dev, w->data, (size_t)n * esz, cudaMemcpyHostToDevice,
+                                      c->stream));
+        HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     } else {
         size_t chunk = (size_t)n < UPLOAD_CHUNK ? (size_t)n : UPLOAD_CHUNK;
         float *f = malloc(chunk * sizeof *f);
@@ -138,12 +144,13 @@ static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
             size_t k = (size_t)n - i < chunk ? (size_t)n - i : chunk;
             hy_dtype_to_f32(f, src + i * isz, w->dtype, k);
             hy_dtype_from_f32(t, f, to, k);
-            HY_CUDA_CHECK(cudaMemcpy((char *)dev + i * esz, t, k * esz, cudaMemcpyHostToDevice));
+            HY_CUDA_CHECK(cudaMemcpyAsync((char *)dev + i * esz, t, k * esz,
+                                          cudaMemcpyHostToDevice, c->stream));
+            HY_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* before t is refilled */
         }
         free(f);
         free(t);
     }
-    (void)c;
     w->data = dev;
     w->dtype = to;
     return HY_OK;

@@ -6,7 +6,10 @@
  * top-2 gap is printed: a tie closer than the tolerance would make the ids check
  * meaningless. Then batching: three sequences in one kvstore with interleaved blocks
  * (prefills of different lengths in one step, then batched decodes) give, on the GPU, the
- * logits each gives alone within 1e-4 of max |logit| and the same greedy ids.
+ * same greedy ids as each alone, and logits within 1e-2 of max |logit|: the operands are
+ * the same (matmul rounds activations to bf16 on every path), but the decode kernel and
+ * cuBLAS sum in other orders, and a float32 difference can flip one activation's bf16
+ * rounding (2^-8 of that element), which the later layers carry.
  * Exits 77 (skip) when no CUDA device is present. */
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
@@ -140,14 +143,14 @@ static void check_batch(const char *name, struct hy_backend *gpu)
                 den = fmax(den, fabs((double)want[i]));
             }
             worst = fmax(worst, num / den);
-            CHECKF(den > 0 && num <= 1e-4 * den, "%s step %d seq %d: batched vs alone %.3g", name,
+            CHECKF(den > 0 && num <= 1e-2 * den, "%s step %d seq %d: batched vs alone %.3g", name,
                    step, q, num / den);
             CHECKF(argmax(got + q * V, V) == argmax(want, V), "%s step %d seq %d: greedy id "
                    "changes with batching", name, step, q);
             hy_ctx_destroy(c);
         }
     }
-    fprintf(stderr, "%s: batched vs alone on the GPU: %.3g of max |logit| (limit 1e-4)\n", name,
+    fprintf(stderr, "%s: batched vs alone on the GPU: %.3g of max |logit| (limit 1e-2)\n", name,
             worst);
     free(got);
     free(want);
