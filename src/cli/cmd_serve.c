@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SERVE_DRAIN_S 30.0 /* default wait for running requests at shutdown */
+#define SERVE_DRAIN_S 30.0                    /* default wait for running requests at shutdown */
 #define SERVE_DEMO_MARKER "DEMO_MODEL_README" /* written by the Makefile's demo-model target */
 
 static const struct cli_cmd cmd = {
@@ -199,16 +199,23 @@ int cmd_serve(int argc, char **argv)
     if (o.kv && (ep.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o.kv, 1, INT64_MAX)) < 0)
         return 2;
     int64_t max_body = HY_SERVER_MAX_BODY_DEFAULT;
-    if (o.max_body && (max_body = cli_parse_size(&cmd, "--max-body", o.max_body, 64, 1ll << 32)) < 0)
+    if (o.max_body &&
+        (max_body = cli_parse_size(&cmd, "--max-body", o.max_body, 64, 1ll << 32)) < 0)
         return 2;
     char name[256];
     bool demo = is_demo(o.model);
     model_name(&o, demo, name, sizeof name);
-    struct hy_server_config cfg = {
-        .host = o.host, .port = (int)o.port, .max_body = (size_t)max_body,
-        .max_chars = (size_t)o.max_chars, .timeout_s = o.timeout, .drain_s = o.drain,
-        .api_key = o.api_key, .cors = o.cors, .model_name = name, .demo = demo,
-        .max_connections = (int)o.max_conns};
+    struct hy_server_config cfg = {.host = o.host,
+                                   .port = (int)o.port,
+                                   .max_body = (size_t)max_body,
+                                   .max_chars = (size_t)o.max_chars,
+                                   .timeout_s = o.timeout,
+                                   .drain_s = o.drain,
+                                   .api_key = o.api_key,
+                                   .cors = o.cors,
+                                   .model_name = name,
+                                   .demo = demo,
+                                   .max_connections = (int)o.max_conns};
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);

@@ -53,8 +53,8 @@ static json_t *envelope(const struct oai *o, bool stream)
     const char *obj = o->kind == API_CHAT ? (stream ? "chat.completion.chunk" : "chat.completion")
                                           : "text_completion";
     return json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", o->id, "object", obj, "created",
-                     (json_int_t)o->created, "model", o->stream.req ? o->stream.req->srv->cfg.model_name
-                                                                    : "hymt",
+                     (json_int_t)o->created, "model",
+                     o->stream.req ? o->stream.req->srv->cfg.model_name : "hymt",
                      "system_fingerprint", "hymt");
 }
 
@@ -109,9 +109,10 @@ static bool produce(struct hy_http_stream *s)
     int status = 0;
     const char *msg = gen_error(g, &status);
     if (msg) {
-        hy_http_buf_printf(&s->out, "data: {\"error\":{\"message\":\"%s\",\"type\":\"%s\","
-                                    "\"code\":%d}}\n\n", msg,
-                           status == 504 ? "timeout_error" : "server_error", status);
+        hy_http_buf_printf(&s->out,
+                           "data: {\"error\":{\"message\":\"%s\",\"type\":\"%s\","
+                           "\"code\":%d}}\n\n",
+                           msg, status == 504 ? "timeout_error" : "server_error", status);
     } else {
         send_chunk(o, json_pack("[o]", choice(o, NULL, 0, hy_gen_finish_reason(g), true, false)),
                    NULL);
@@ -143,10 +144,9 @@ static enum MHD_Result answer_whole(struct hy_http_req *req, struct oai *o)
         ret = hy_http_error(req, status, status == 504 ? "timeout" : "cancelled", "%s", msg);
     } else {
         json_t *j = envelope(o, false);
-        json_object_set_new(j, "choices", json_pack("[o]", choice(o, g->text.p ? g->text.p : "",
-                                                                  g->text.n,
-                                                                  hy_gen_finish_reason(g),
-                                                                  false, false)));
+        json_object_set_new(j, "choices",
+                            json_pack("[o]", choice(o, g->text.p ? g->text.p : "", g->text.n,
+                                                    hy_gen_finish_reason(g), false, false)));
         json_object_set_new(j, "usage", usage_json(g));
         ret = hy_http_json(req, 200, j);
     }
@@ -155,8 +155,8 @@ static enum MHD_Result answer_whole(struct hy_http_req *req, struct oai *o)
 }
 
 /* Submits and answers: streamed or whole. Takes ownership of o. */
-static enum MHD_Result run(struct hy_http_req *req, struct oai *o, json_t *body,
-                           const int32_t *ids, int n)
+static enum MHD_Result run(struct hy_http_req *req, struct oai *o, json_t *body, const int32_t *ids,
+                           int n)
 {
     enum MHD_Result ret;
     struct hy_gen_params p;
@@ -202,7 +202,8 @@ static const char *content_text(json_t *c, size_t *len, char **owned)
     struct hy_http_buf b = {0};
     size_t i;
     json_t *part;
-    json_array_foreach(c, i, part) {
+    json_array_foreach(c, i, part)
+    {
         json_t *t = json_object_get(part, "text");
         if (!json_is_string(t) || !json_is_string(json_object_get(part, "type")) ||
             strcmp(json_string_value(json_object_get(part, "type")), "text") ||
@@ -246,7 +247,8 @@ static size_t parse_messages(struct hy_http_req *req, json_t *list, struct hy_pr
         if (!json_is_string(role) || !role_of(json_string_value(role), &msgs[i].role) || !t) {
             *ret = hy_http_error(req, 400, "invalid_parameter",
                                  "messages[%zu]: role must be system, user or assistant and "
-                                 "content a string or text parts", i);
+                                 "content a string or text parts",
+                                 i);
             return 0;
         }
         msgs[i].text = t;
@@ -267,10 +269,10 @@ static int32_t *prompt_ids(struct hy_http_req *req, const struct hy_prompt_msg *
     int32_t *ids = malloc((size_t)limit * sizeof *ids);
     size_t n = 0;
     struct hy_err err = {{0}};
-    hy_status st = !ids ? HY_E_NOMEM
-                   : msgs ? hy_prompt_chat(s->tok, s->style, msgs, n_msgs, true, ids,
-                                           (size_t)limit, &n, &err)
-                          : hy_tok_encode(s->tok, raw, raw_len, true, ids, (size_t)limit, &n, &err);
+    hy_status st =
+        !ids   ? HY_E_NOMEM
+        : msgs ? hy_prompt_chat(s->tok, s->style, msgs, n_msgs, true, ids, (size_t)limit, &n, &err)
+               : hy_tok_encode(s->tok, raw, raw_len, true, ids, (size_t)limit, &n, &err);
     if (st == HY_OK && n == 0)
         st = hy_err_set(&err, HY_E_INVAL, "the prompt is empty");
     if (st) {

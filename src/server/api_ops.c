@@ -17,8 +17,9 @@ enum MHD_Result hy_api_ready(struct hy_http_req *req)
         return hy_http_error(req, 503, "shutting_down", "the server is shutting down");
     if (!atomic_load(&s->ready))
         return hy_http_error(req, 503, "not_ready", "the model is still loading");
-    return hy_http_json(req, 200, json_pack("{s:s,s:s,s:b}", "status", "ready", "model",
-                                            s->cfg.model_name, "demo", s->cfg.demo));
+    return hy_http_json(req, 200,
+                        json_pack("{s:s,s:s,s:b}", "status", "ready", "model", s->cfg.model_name,
+                                  "demo", s->cfg.demo));
 }
 
 enum MHD_Result hy_api_metrics(struct hy_http_req *req)
@@ -32,15 +33,15 @@ enum MHD_Result hy_api_metrics(struct hy_http_req *req)
     return hy_http_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, n, false);
 }
 
-#define DEMO_NOTE                                                                              \
-    "random-weight demo model: its output is meaningless. Serve a real checkpoint with "      \
+#define DEMO_NOTE                                                                                  \
+    "random-weight demo model: its output is meaningless. Serve a real checkpoint with "           \
     "hymt serve -m /path/to/Hunyuan-MT-7B"
 
 enum MHD_Result hy_api_models(struct hy_http_req *req)
 {
     struct hy_server *s = req->srv;
-    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:b,s:I}", "id", s->cfg.model_name, "object",
-                          "model", "created", (json_int_t)s->created, "owned_by", "hymt", "demo",
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:b,s:I}", "id", s->cfg.model_name, "object", "model",
+                          "created", (json_int_t)s->created, "owned_by", "hymt", "demo",
                           s->cfg.demo, "max_chars", (json_int_t)s->cfg.max_chars);
     if (m && s->cfg.demo)
         json_object_set_new(m, "description", json_string(DEMO_NOTE));

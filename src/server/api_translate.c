@@ -21,7 +21,7 @@
 struct tr {
     struct hy_http_stream stream; /* first: the stream callbacks get this struct */
     struct hy_server *srv;
-    char *text;                   /* owned copy of the request's text */
+    char *text; /* owned copy of the request's text */
     size_t len;
     struct hy_doc_opts o;
     struct hy_doc_result res;
@@ -56,8 +56,8 @@ static json_t *result_json(const struct tr *t, bool with_text)
         (t->t_start - t->t0) * 1e3, "first_token",
         t->t_first > 0 ? (t->t_first - t->t0) * 1e3 : -1.0, "total", (now - t->t0) * 1e3);
     if (with_text)
-        json_object_set_new(j, "translation", json_stringn(t->whole.p ? t->whole.p : "",
-                                                           t->whole.n));
+        json_object_set_new(j, "translation",
+                            json_stringn(t->whole.p ? t->whole.p : "", t->whole.n));
     if (t->res.failed)
         json_object_set_new(j, "segments_failed", json_integer((json_int_t)t->res.failed));
     if (t->srv->cfg.demo)
@@ -139,8 +139,8 @@ static int failure(const struct tr *t, const char **code)
 static void *worker(void *arg)
 {
     struct tr *t = arg;
-    hy_status st = hy_doc_translate(t->srv->engine, t->srv->tok, t->text, t->len, &t->o, &t->res,
-                                    &t->err);
+    hy_status st =
+        hy_doc_translate(t->srv->engine, t->srv->tok, t->text, t->len, &t->o, &t->res, &t->err);
     pthread_mutex_lock(&t->mu);
     t->st = st;
     const char *code = NULL;
@@ -148,8 +148,8 @@ static void *worker(void *arg)
         int status = failure(t, &code);
         event(t, json_pack("{s:s,s:{s:s,s:s,s:s,s:i}}", "type", "error", "error", "message",
                            status == 504 ? "the request passed its deadline" : t->err.msg, "type",
-                           status == 504 ? "timeout_error" : "server_error", "code", code,
-                           "status", status));
+                           status == 504 ? "timeout_error" : "server_error", "code", code, "status",
+                           status));
     } else {
         json_t *j = result_json(t, false);
         json_object_set_new(j, "type", json_string("done"));
@@ -220,8 +220,8 @@ static bool parse_lang(struct hy_http_req *req, json_t *body, const char *key, c
     struct hy_err err = {{0}};
     const char *used = json_object_get(body, key) ? key : alias;
     if (hy_json_get_str(body, used, !source, name, sizeof name, &err)) {
-        *ret = hy_http_error(req, 400, source ? "invalid_parameter" : "missing_target_lang",
-                             "%s%s", err.msg, source ? "" : " (the language to translate into)");
+        *ret = hy_http_error(req, 400, source ? "invalid_parameter" : "missing_target_lang", "%s%s",
+                             err.msg, source ? "" : " (the language to translate into)");
         return false;
     }
     *out = NULL;
@@ -270,8 +270,11 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
         return *ret = hy_http_error(req, 400, "empty_text", "text is empty"), false;
     size_t chars = count_chars(json_string_value(text), t->len);
     if (chars > s->cfg.max_chars)
-        return *ret = hy_http_error(req, 413, "text_too_long", "text is %zu characters; the "
-                                    "limit is %zu", chars, s->cfg.max_chars), false;
+        return *ret = hy_http_error(req, 413, "text_too_long",
+                                    "text is %zu characters; the "
+                                    "limit is %zu",
+                                    chars, s->cfg.max_chars),
+               false;
     if (!parse_lang(req, body, "target_lang", "tgt", false, &t->o.tgt, ret) ||
         !parse_lang(req, body, "source_lang", "src", true, &t->o.src, ret))
         return false;
@@ -294,8 +297,7 @@ static enum MHD_Result answer_whole(struct hy_http_req *req, struct tr *t)
 {
     t->o.write = write_whole;
     t->o.cancelled = cancelled_whole;
-    t->st = hy_doc_translate(t->srv->engine, t->srv->tok, t->text, t->len, &t->o, &t->res,
-                             &t->err);
+    t->st = hy_doc_translate(t->srv->engine, t->srv->tok, t->text, t->len, &t->o, &t->res, &t->err);
     if (t->t_first > 0)
         hy_http_first_token(req);
     enum MHD_Result ret;
@@ -304,9 +306,8 @@ static enum MHD_Result answer_whole(struct hy_http_req *req, struct tr *t)
         ret = MHD_NO;
     else if (t->st) {
         int status = failure(t, &code);
-        ret = hy_http_error(req, status, code, "%s", status == 504
-                                                         ? "the request passed its deadline"
-                                                         : t->err.msg);
+        ret = hy_http_error(req, status, code, "%s",
+                            status == 504 ? "the request passed its deadline" : t->err.msg);
     } else
         ret = hy_http_json(req, 200, result_json(t, true));
     tr_free(t);
@@ -362,8 +363,10 @@ enum MHD_Result hy_api_translate(struct hy_http_req *req)
     hy_engine_stats(s->engine, &es);
     if (es.n_waiting >= hy_engine_get_params(s->engine)->max_queue) {
         tr_free(t);
-        return hy_http_error(req, 429, "queue_full", "the server is busy (%d requests waiting); "
-                             "retry later", es.n_waiting);
+        return hy_http_error(req, 429, "queue_full",
+                             "the server is busy (%d requests waiting); "
+                             "retry later",
+                             es.n_waiting);
     }
     hy_http_hold(req);
     t->t_start = hy_clock_now();

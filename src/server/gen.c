@@ -19,11 +19,11 @@ hy_status hy_gen_start(struct hy_gen *g, struct hy_http_req *req, const int32_t 
     g->p = *p;
     g->n_prompt = n;
     hy_detok_init(&g->detok, s->tok, true);
-    struct hy_engine_request r = {.prompt = prompt, .n_prompt = n, .max_new_tokens = p->max_tokens,
-                                  .sampling = p->sampling};
+    struct hy_engine_request r = {
+        .prompt = prompt, .n_prompt = n, .max_new_tokens = p->max_tokens, .sampling = p->sampling};
     if (req->deadline > 0)
-        r.timeout_s = req->deadline - hy_clock_now() > 0.001 ? req->deadline - hy_clock_now()
-                                                              : 0.001;
+        r.timeout_s =
+            req->deadline - hy_clock_now() > 0.001 ? req->deadline - hy_clock_now() : 0.001;
     if (!p->ignore_eos) {
         r.n_stop = s->n_stop;
         memcpy(r.stop_ids, s->stop_ids, sizeof r.stop_ids);
@@ -58,8 +58,8 @@ static bool apply_stop(struct hy_gen *g)
     char *t = g->text.p;
     size_t best = g->text.n;
     for (int i = 0; t && i < g->p.n_stop; i++) {
-        char *hit = memmem(t + g->emitted, g->text.n - g->emitted, g->p.stop[i],
-                           strlen(g->p.stop[i]));
+        char *hit =
+            memmem(t + g->emitted, g->text.n - g->emitted, g->p.stop[i], strlen(g->p.stop[i]));
         if (hit && (size_t)(hit - t) < best)
             best = (size_t)(hit - t);
     }
@@ -169,7 +169,8 @@ static bool parse_stop(struct hy_http_req *req, json_t *body, struct hy_gen_para
         if (!json_is_string(s) || len == 0 || len >= HY_GEN_MAX_STOP_LEN) {
             *ret = hy_http_error(req, 400, "invalid_parameter",
                                  "stop: a string or an array of non-empty strings of at most "
-                                 "%d bytes", HY_GEN_MAX_STOP_LEN - 1);
+                                 "%d bytes",
+                                 HY_GEN_MAX_STOP_LEN - 1);
             return false;
         }
         memcpy(p->stop[p->n_stop++], json_string_value(s), len + 1);
@@ -214,8 +215,7 @@ bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy
     uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)s->created;
     hy_status st = hy_json_get_int(body, "max_tokens", false, 1, INT32_MAX, &max_tokens, &err);
     if (!st)
-        st = hy_json_get_int(body, "max_completion_tokens", false, 1, INT32_MAX, &max_tokens,
-                             &err);
+        st = hy_json_get_int(body, "max_completion_tokens", false, 1, INT32_MAX, &max_tokens, &err);
     if (!st)
         st = hy_json_get_int(body, "n", false, INT32_MIN, INT32_MAX, &n, &err);
     if (!st && n != 1)
@@ -231,7 +231,8 @@ bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy
     if (room < 1 || max_tokens > room) {
         *ret = hy_http_error(req, 400, "context_length_exceeded",
                              "the prompt (%d tokens) plus max_tokens (%lld) exceeds the %d-token "
-                             "limit", n_prompt, (long long)max_tokens, limit);
+                             "limit",
+                             n_prompt, (long long)max_tokens, limit);
         return false;
     }
     p->max_tokens = (int)max_tokens;

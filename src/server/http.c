@@ -67,8 +67,7 @@ static void common_headers(struct hy_http_req *req, struct MHD_Response *r, cons
 {
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (req->srv->cfg.cors) {
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN,
-                                req->srv->cfg.cors);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, req->srv->cfg.cors);
         MHD_add_response_header(r, "Vary", "Origin");
     }
 }
@@ -133,8 +132,8 @@ enum MHD_Result hy_http_error(struct hy_http_req *req, int status, const char *c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "message", msg, "type",
-                          error_type(status), "code", code);
+    json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "message", msg, "type", error_type(status),
+                          "code", code);
     return e ? hy_http_json(req, status, e) : MHD_NO;
 }
 
@@ -233,8 +232,10 @@ json_t *hy_http_body_json(struct hy_http_req *req, enum MHD_Result *ret)
         return NULL;
     }
     if (!json_is_object(v)) {
-        *ret = hy_http_error(req, 400, "invalid_json", "the request body must be a JSON object, "
-                                                       "not %s", hy_json_type_name(v));
+        *ret = hy_http_error(req, 400, "invalid_json",
+                             "the request body must be a JSON object, "
+                             "not %s",
+                             hy_json_type_name(v));
         json_decref(v);
         return NULL;
     }
@@ -255,8 +256,8 @@ static void req_unref(struct hy_http_req *req)
         return;
     double dt = hy_clock_now() - req->t0;
     struct hy_server *srv = req->srv;
-    hy_metrics_record(&srv->metrics, req->route, req->status, dt, req->tokens_in,
-                      req->tokens_out, req->client_gone);
+    hy_metrics_record(&srv->metrics, req->route, req->status, dt, req->tokens_in, req->tokens_out,
+                      req->client_gone);
     HY_LOGI("http: %s %s %d %.1f ms tokens %lld+%lld%s", req->method, req->path, req->status,
             dt * 1e3, (long long)req->tokens_in, (long long)req->tokens_out,
             req->client_gone ? " (client went away: cancelled)" : "");
@@ -318,8 +319,8 @@ static bool authorized(struct hy_http_req *req)
     const char *key = req->srv->cfg.api_key;
     if (!key)
         return true;
-    const char *h = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncasecmp(h, "Bearer ", 7))
         return false;
     h += 7;
@@ -368,8 +369,8 @@ static enum MHD_Result dispatch(struct hy_http_req *req)
     return rt->handler(req);
 }
 
-static struct hy_http_req *req_new(struct hy_server *srv, struct MHD_Connection *c,
-                                   const char *url, const char *method)
+static struct hy_http_req *req_new(struct hy_server *srv, struct MHD_Connection *c, const char *url,
+                                   const char *method)
 {
     struct hy_http_req *req = calloc(1, sizeof *req);
     if (!req)
@@ -398,8 +399,8 @@ enum MHD_Result hy_http_access(void *cls, struct MHD_Connection *c, const char *
         if (!(req = req_new(srv, c, url, method)))
             return MHD_NO;
         *con_cls = req;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
             req->too_big = true; /* answered at once: the body is never read */
             return hy_http_error(req, 413, "request_too_large",

@@ -30,10 +30,10 @@ struct hy_server {
     int32_t stop_ids[HY_ENGINE_MAX_STOP];
     int n_stop;
     atomic_bool ready, draining, aborting;
-    atomic_int active;        /* requests holding engine work */
+    atomic_int active; /* requests holding engine work */
     atomic_uint_fast64_t next_id;
     struct hy_metrics metrics;
-    long long created;        /* unix time of start, for /v1/models */
+    long long created; /* unix time of start, for /v1/models */
 };
 
 /* A growable byte buffer (responses, streamed text). */
@@ -57,12 +57,12 @@ struct hy_http_req {
     char path[128];
     struct hy_http_buf body;
     bool too_big, got_body;
-    double t0;              /* arrival, monotonic clock */
-    double deadline;        /* monotonic; 0: none */
+    double t0;       /* arrival, monotonic clock */
+    double deadline; /* monotonic; 0: none */
     int status;
     int64_t tokens_in, tokens_out;
     bool client_gone, ttft_seen, active;
-    int refs;               /* the request + a streamed response */
+    int refs; /* the request + a streamed response */
     struct hy_http_stream *stream;
 };
 

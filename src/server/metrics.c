@@ -11,9 +11,15 @@ static const int codes[HY_METRICS_N_CODES] = {200, 400, 401, 404, 405, 413,
 /* Seconds: tiny-model requests take milliseconds, a long document minutes. */
 static const double buckets[HY_METRICS_N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                      0.25,  0.5,    1,     2.5,  5,     15,   60};
-static const char *const routes[HY_ROUTE_COUNT] = {
-    "/", "/api/translate", "/v1/chat/completions", "/v1/completions", "/v1/models",
-    "/health", "/ready", "/metrics", "other"};
+static const char *const routes[HY_ROUTE_COUNT] = {"/",
+                                                   "/api/translate",
+                                                   "/v1/chat/completions",
+                                                   "/v1/completions",
+                                                   "/v1/models",
+                                                   "/health",
+                                                   "/ready",
+                                                   "/metrics",
+                                                   "other"};
 
 const char *hy_metrics_route_name(enum hy_route r)
 {

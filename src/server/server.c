@@ -11,7 +11,7 @@
 #include <time.h>
 
 #define SERVER_STACK_BYTES (1u << 20) /* per connection thread */
-#define SERVER_ABORT_S 2.0           /* after the drain: time for handlers to send their 503 */
+#define SERVER_ABORT_S 2.0            /* after the drain: time for handlers to send their 503 */
 #define SERVER_IDLE_S 30              /* keep-alive connections idle this long are closed */
 
 static hy_status resolve(const char *host, int port, struct sockaddr_storage *sa,
@@ -25,8 +25,7 @@ static hy_status resolve(const char *host, int port, struct sockaddr_storage *sa
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     int rc = getaddrinfo(host, ports, &hints, &res);
     if (rc != 0)
-        return hy_err_set(err, HY_E_INVAL, "cannot resolve --host %s: %s", host,
-                          gai_strerror(rc));
+        return hy_err_set(err, HY_E_INVAL, "cannot resolve --host %s: %s", host, gai_strerror(rc));
     memcpy(sa, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     return HY_OK;
@@ -58,15 +57,15 @@ hy_status hy_server_create(struct hy_server **out, const struct hy_server_config
         hy_server_destroy(s);
         return st;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ITC | MHD_USE_POLL | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, hy_http_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVER_IDLE_S,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)SERVER_STACK_BYTES,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_NOTIFY_COMPLETED, hy_http_completed, s, MHD_OPTION_END);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+                     MHD_USE_POLL | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, hy_http_access, s, MHD_OPTION_SOCK_ADDR,
+                                 (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+                                 (unsigned)s->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned)SERVER_IDLE_S, MHD_OPTION_THREAD_STACK_SIZE,
+                                 (size_t)SERVER_STACK_BYTES, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+                                 MHD_OPTION_NOTIFY_COMPLETED, hy_http_completed, s, MHD_OPTION_END);
     if (!s->daemon) {
         hy_server_destroy(s);
         return hy_err_set(err, HY_E_IO, "cannot listen on %s:%d (address in use?)", cfg->host,

@@ -25,17 +25,17 @@
 #define HY_SERVER_MAX_CONNECTIONS 1024        /* one thread each, small stacks */
 
 struct hy_server_config {
-    const char *host;      /* address to bind, "127.0.0.1" by default */
-    int port;              /* 0: any free port (hy_server_port says which) */
-    size_t max_body;       /* 413 above this many bytes */
-    size_t max_chars;      /* 413 for a text longer than this (Unicode characters) */
-    double timeout_s;      /* per request; 504 past it; 0: none */
-    double drain_s;        /* at shutdown, wait this long for running requests */
-    const char *api_key;   /* required as "Authorization: Bearer KEY" when set */
-    const char *cors;      /* Access-Control-Allow-Origin value when set */
+    const char *host;       /* address to bind, "127.0.0.1" by default */
+    int port;               /* 0: any free port (hy_server_port says which) */
+    size_t max_body;        /* 413 above this many bytes */
+    size_t max_chars;       /* 413 for a text longer than this (Unicode characters) */
+    double timeout_s;       /* per request; 504 past it; 0: none */
+    double drain_s;         /* at shutdown, wait this long for running requests */
+    const char *api_key;    /* required as "Authorization: Bearer KEY" when set */
+    const char *cors;       /* Access-Control-Allow-Origin value when set */
     const char *model_name; /* the id /v1/models lists and responses carry */
-    bool demo;             /* random-weight demo model: say so everywhere */
-    int max_connections;   /* 0: HY_SERVER_MAX_CONNECTIONS */
+    bool demo;              /* random-weight demo model: say so everywhere */
+    int max_connections;    /* 0: HY_SERVER_MAX_CONNECTIONS */
 };
 
 struct hy_server;
