@@ -173,6 +173,17 @@ checks=$((checks + 3))
 [ "$(metric hymt_kv_blocks_used)" = 0 ] || fail "disconnect: KV blocks still used: $(metric hymt_kv_blocks_used)"
 [ "$(metric hymt_client_disconnects_total)" -ge 1 ] || fail "disconnect: not counted"
 
+# ... and a streamed document translation: every segment in flight is cancelled
+python3 -c "import json; print(json.dumps({'text': '\\n\\n'.join('S%d.' % i for i in range(40)), 'tgt': 'de', 'max_tokens': 400, 'stream': True}))" >"$TMP/doc.json"
+cancelled0=$(metric 'hymt_engine_finished_total{reason="cancelled"}')
+curl -s -N --max-time 0.4 -H "$AUTH" -d @"$TMP/doc.json" "$U/api/translate" >"$TMP/dc_tr.body"
+echo "translate disconnect: $(grep -c "^data:" "$TMP/dc_tr.body") events before leaving"
+i=0
+while [ "$(metric hymt_running_sequences)" != 0 ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
+checks=$((checks + 2))
+[ "$(metric 'hymt_engine_finished_total{reason="cancelled"}')" -gt "$cancelled0" ] || fail "translate disconnect: nothing was cancelled"
+[ "$(metric hymt_kv_blocks_used)" = 0 ] || fail "translate disconnect: KV blocks still used: $(metric hymt_kv_blocks_used)"
+
 # load: 64 concurrent clients x 20 requests each (keep-alive), half translate, half chat
 urls="" outs=""
 i=0
