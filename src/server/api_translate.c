@@ -153,6 +153,8 @@ static void *worker(void *arg)
     } else {
         json_t *j = result_json(t, false);
         json_object_set_new(j, "type", json_string("done"));
+        json_object_set_new(j, "segments_done", json_integer((json_int_t)t->res.segments));
+        json_object_set_new(j, "segments_total", json_integer((json_int_t)t->res.segments));
         event(t, j);
     }
     t->finished = true;
