@@ -134,6 +134,9 @@ async function desktop(browser, base) {
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) pageErrors.push(m.text()); });
 
+  const served = Buffer.from(await (await fetch(base)).arrayBuffer());
+  check('GET / serves web/index.html byte for byte', served.equals(fs.readFileSync(path.join(srcDir, 'web/index.html'))),
+    `${served.length} bytes`);
   const models = await (await fetch(base + 'v1/models')).json();
   const m0 = models.data && models.data[0] || {};
   const isDemo = m0.demo === true || (m0.demo !== false && /demo/i.test(m0.id || ''));
