@@ -3,12 +3,13 @@
  * weights are copied to the device once at load by the weight_upload op (matrices as bf16,
  * f16/f32 checkpoints rounded to nearest even; one-row weights, i.e. norm vectors, as
  * float32, exact).
- * Precision: matmul rounds its float32 input to bf16 and multiplies bf16 x bf16 with
- * float32 accumulation: a weight-streaming kernel for up to 8 input rows (decode; cols a
- * multiple of 8), cuBLAS (CUBLAS_COMPUTE_32F) above. Relative error about 2^-9 per term,
- * within 1e-2 of the float32 reference normwise; the same operands on both paths, so a
- * batched row equals the row alone up to float32 summation order. (A float32 one-row
- * weight goes through float32 SGEMM.) Every other op computes in float32 (no
+ * Precision: matmul of up to 8 input rows (decode; cols a multiple of 8) multiplies the
+ * bf16 weights with the float32 input and sums in float32 (a weight-streaming kernel);
+ * larger inputs are rounded to bf16 and multiplied by cuBLAS (bf16 x bf16, float32
+ * accumulation, CUBLAS_COMPUTE_32F): relative error about 2^-9 per term, within 1e-2 of
+ * the float32 reference normwise. A row's logits therefore depend slightly on whether it
+ * ran in a decode-sized or a prefill-sized call (measured up to 6e-3 of max |logit| on
+ * the tiny checkpoints, greedy ids unchanged). A float32 one-row weight uses SGEMM. Every other op computes in float32 (no
  * fast-math): attention (online softmax in float32), rmsnorm, rope, silu_mul within a few
  * float32 ulps of the reference; embed, kv_store, copy_rows and add are exact.
  * Index arrays the ops take in host memory (ids, positions, slots, block tables) are

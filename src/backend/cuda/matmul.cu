@@ -1,24 +1,23 @@
-/* matmul.cu: out = x · Wᵀ with W bf16 on the device and x rounded to bf16 (nearest even)
- * on every path, so that a row's result does not depend on how many rows share the call
- * (batched and alone agree up to float32 summation order). Decode-sized inputs (T <= 8
- * rows) go through a weight-streaming kernel (below). Larger T (prefill) goes through
- * cuBLAS: x is rounded into a bf16 scratch, then one bf16 x bf16 GEMM with float32
- * accumulation and output (CUBLAS_COMPUTE_32F). Row-major out[T, rows] is
- * column-major outᵀ [rows, T], so the call is outᵀ = W(col-major [cols, rows])ᵀ ·
- * xᵀ(col-major [cols, T]). Inputs larger than the scratch go in chunks of whole rows. */
+/* matmul.cu: out = x · Wᵀ with W bf16 on the device. Decode-sized inputs (T <= 8 rows)
+ * go through a weight-streaming kernel that keeps x in float32 (below). Larger T (prefill)
+ * goes through cuBLAS: x is rounded to bf16 (nearest even) into a scratch, then one
+ * bf16 x bf16 GEMM with float32 accumulation and output (CUBLAS_COMPUTE_32F). So a row's
+ * result depends on the path by the bf16 rounding of x (relative 2^-9 per term): a row
+ * batched with others into a prefill-sized call differs from the row alone by that much.
+ * (Rounding x in the decode kernel too was tried on the H200, 2026-11-30: batched and
+ * alone then agreed better, but the f16 tiny checkpoint's logits moved from 0.016 to
+ * 0.021 of max |logit| against the CPU, past the 2e-2 limit.)
+ * Row-major out[T, rows] is column-major outᵀ [rows, T], so the cuBLAS call is
+ * outᵀ = W(col-major [cols, rows])ᵀ · xᵀ(col-major [cols, T]). Inputs larger than the
+ * scratch go in chunks of whole rows. */
 #include "backend/cuda/cuda_impl.h"
-
-#include <cuda_bf16.h>
 
 #define GEMV_MAX_T 8
 #define GEMV_WARPS 8
 
-/* x rounded to bf16 and back, as the GEMM path sees it. */
-__device__ __forceinline__ float rbf(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
-
 /* Decode-sized products (T <= GEMV_MAX_T): one warp per output row reads the row's bf16
- * weights once, 16 bytes per lane per load, and multiplies them with the T input rows
- * (rounded to bf16 as they are read; float32 products and sums), so the weights stream
+ * weights once, 16 bytes per lane per load, and multiplies them with the T float32 input
+ * rows (no rounding of x: bf16 x fp32 products, float32 sums), so the weights stream
  * through at memory speed. Needs cols % 8 == 0 and 16-byte aligned x and W. */
 template <int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
@@ -50,8 +49,8 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         for (int t = 0; t < NT; t++) {
             const float4 *xp = (const float4 *)(x + (int64_t)t * cols) + 2 * k;
             float4 a = xp[0], b = xp[1];
-            acc[t] += wf[0] * rbf(a.x) + wf[1] * rbf(a.y) + wf[2] * rbf(a.z) + wf[3] * rbf(a.w) +
-                      wf[4] * rbf(b.x) + wf[5] * rbf(b.y) + wf[6] * rbf(b.z) + wf[7] * rbf(b.w);
+            acc[t] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
+                      wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
         }
     }
 #pragma unroll
