@@ -252,7 +252,12 @@ async function desktop(browser, base) {
     const p = document.getElementById('progress'), t = document.getElementById('progress-text');
     new MutationObserver(() => window.__prog.push([p.value, t.textContent])).observe(t, { childList: true, characterData: true, subtree: true });
   });
-  await page.setInputFiles('#file', { name: 'notes.md', mimeType: 'text/markdown', buffer: Buffer.from(docText) });
+  // From the keyboard: Enter on the Upload button opens the file chooser.
+  const chooserP = page.waitForEvent('filechooser');
+  await page.focus('#upload');
+  await page.keyboard.press('Enter');
+  const chooser = await chooserP;
+  await chooser.setFiles({ name: 'notes.md', mimeType: 'text/markdown', buffer: Buffer.from(docText) });
   await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state) && document.getElementById('doc').textContent, null, { timeout: 300000 });
   const err2 = await page.isVisible('#error') ? await page.textContent('#error') : '';
   check('document translated', await page.getAttribute('body', 'data-state') === 'done', err2);
