@@ -8,11 +8,13 @@
 //   GET  /health      {"status":"ok"}
 //   GET  /v1/models   {"object":"list","data":[{"id","object":"model",...,"demo":true,"max_chars"}]}
 //   POST /api/translate  {"text","target_lang","source_lang","stream",...}; the "translation"
-//        is the text with each word wrapped as ⟨tgt:word⟩, streamed word by word over SSE:
-//          data: {"delta":"...","segments_done":d,"segments_total":n}
-//          data: {"done":true,"translation",...,"usage":{...},"timing_ms":{...}}
-//          data: [DONE]
-//        Text containing "__queue_full__" gets 429 with Retry-After; over --max-chars 413.
+//        is the text with each word wrapped as ⟨tgt:word⟩, streamed word by word over SSE
+//        in the events of src/server/api_translate.c (which streams whole segments):
+//          data: {"type":"delta","delta":"...","segments_done":d,"segments_total":n}
+//          data: {"type":"progress","segments_done":d,"segments_total":n}
+//          data: {"type":"done","source_lang",...,"usage":{...},"timing_ms":{...}}
+//        Text containing "__queue_full__" gets 429 with Retry-After; over --max-chars 413;
+//        "__slow__" slows the stream down (for Stop).
 import http from 'node:http';
 import fs from 'node:fs';
 
@@ -89,16 +91,16 @@ async function translate(req, res, body) {
       await sleep(delayMs + slow);
       translation += p; tokens++;
       if (firstToken === null) firstToken = Date.now() - t0;
-      res.write(`data: ${JSON.stringify({ delta: p, segments_done: i, segments_total: segs.length })}\n\n`);
+      res.write(`data: ${JSON.stringify({ type: 'delta', delta: p, segments_done: i, segments_total: segs.length })}\n\n`);
     }
-    res.write(`data: ${JSON.stringify({ delta: '', segments_done: i + 1, segments_total: segs.length })}\n\n`);
+    res.write(`data: ${JSON.stringify({ type: 'progress', segments_done: i + 1, segments_total: segs.length })}\n\n`);
   }
   if (closed) return;
-  res.write(`data: ${JSON.stringify({
-    done: true, translation, source_lang: detected, target_lang: tgt, model: MODEL, segments: segs.length,
+  res.end(`data: ${JSON.stringify({
+    type: 'done', source_lang: detected, target_lang: tgt, model: MODEL, segments: segs.length,
+    segments_done: segs.length, segments_total: segs.length, demo: true,
     usage: { prompt_tokens: n, completion_tokens: tokens }, timing_ms: { queue: 0, first_token: firstToken ?? 0, total: Date.now() - t0 },
   })}\n\n`);
-  res.end('data: [DONE]\n\n');
 }
 
 const server = http.createServer((req, res) => {
@@ -112,7 +114,8 @@ const server = http.createServer((req, res) => {
   if (req.method === 'GET' && url.pathname === '/v1/models') {
     return sendJson(res, 200, {
       object: 'list',
-      data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'hymt', demo: true, max_chars: maxChars }],
+      data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'hymt', demo: true, max_chars: maxChars,
+        description: 'random-weight demo model (stub)' }],
     });
   }
   if (url.pathname === '/api/translate') {
