@@ -157,7 +157,7 @@ static void render_engine(FILE *f, struct hy_engine *e)
     for (int r = 1; r < HY_FINISH_COUNT; r++)
         fprintf(f, "hymt_engine_finished_total{reason=\"%s\"} %lld\n",
                 hy_finish_str((enum hy_finish)r), (long long)s.finished[r]);
-    gauge(f, "hymt_kv_blocks_total", "KV cache blocks in the pool.", s.kv_blocks_total);
+    gauge(f, "hymt_kv_blocks_capacity", "KV cache blocks in the pool.", s.kv_blocks_total);
     gauge(f, "hymt_kv_blocks_used", "KV cache blocks referenced by live sequences.",
           s.kv_blocks_used);
     gauge(f, "hymt_kv_blocks_cached", "Unreferenced KV blocks kept for prefix reuse.",

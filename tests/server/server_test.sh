@@ -218,7 +218,7 @@ else
     python3 "$SRC/tests/server/check_metrics.py" "$TMP/metrics.txt" || fail "check_metrics.py"
 fi
 for m in hymt_time_to_first_token_seconds_count hymt_queue_depth hymt_engine_preemptions_total \
-    hymt_kv_blocks_total hymt_prefix_cache_hit_ratio hymt_process_resident_memory_bytes \
+    hymt_kv_blocks_capacity hymt_prefix_cache_hit_ratio hymt_process_resident_memory_bytes \
     hymt_prompt_tokens_total hymt_http_request_duration_seconds_bucket; do
     checks=$((checks + 1))
     grep -q "^$m" "$TMP/metrics.txt" || fail "metrics: $m missing"
