@@ -19,8 +19,10 @@ struct seg_job {
     enum hy_finish finish;
     int32_t *ids; /* generated ids [max_new] */
     int n_ids, max_new;
-    char *out;    /* decoded translation */
-    size_t out_len;
+    /* streaming, for the segment at the front of the output (see emit) */
+    struct hy_detok dt;
+    int n_fed;      /* ids already through the detokenizer */
+    bool started;   /* its separator and first visible character are written */
 };
 
 struct doc {
@@ -38,6 +40,8 @@ struct doc {
     size_t n, next_submit, next_write, n_done, trail;
     int32_t *prompt; /* scratch [max_seq_tokens] */
     int32_t *count_buf; /* scratch for the token-count callback [len + 1] */
+    char *ws;           /* the front segment's whitespace held back (see emit) */
+    size_t n_ws, cap_ws;
     struct hy_doc_result *res;
     double t0;
 };
@@ -94,6 +98,7 @@ static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
     memcpy(r.stop_ids, d->stop, sizeof d->stop);
     if (!j->ids && !(j->ids = malloc((size_t)j->max_new * sizeof *j->ids)))
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    hy_detok_init(&j->dt, d->tok, true); /* special ids, the stop token among them, vanish */
     st = hy_engine_submit(d->e, &r, &j->h, err);
     if (!st) {
         j->submitted = true;
@@ -111,27 +116,8 @@ static void finish(struct doc *d, size_t i, enum hy_finish why)
     d->n_done++;
     if (why == HY_FINISH_LENGTH)
         d->res->cut++;
-    if (why != HY_FINISH_STOP && why != HY_FINISH_LENGTH) {
-        d->res->failed++; /* the original text stands in */
-    } else {
-        size_t cap = (size_t)j->n_ids * 16 + 16, n = 0;
-        j->out = malloc(cap);
-        hy_status st = j->out ? hy_tok_decode(d->tok, j->ids, (size_t)j->n_ids, true, j->out, cap,
-                                              &n, NULL)
-                              : HY_E_NOMEM;
-        if (st == HY_E_NOSPACE) {
-            char *bigger = realloc(j->out, n);
-            j->out = bigger ? bigger : j->out;
-            st = bigger ? hy_tok_decode(d->tok, j->ids, (size_t)j->n_ids, true, j->out, n, &n,
-                                        NULL)
-                        : HY_E_NOMEM;
-        }
-        j->out_len = st ? 0 : n;
-        if (st)
-            d->res->failed++;
-    }
-    free(j->ids);
-    j->ids = NULL;
+    if (why != HY_FINISH_STOP && why != HY_FINISH_LENGTH)
+        d->res->failed++; /* the original text stands in, unless some was already written */
     if (d->o->progress) {
         struct hy_doc_progress p = {d->n_done, d->n, d->res->tokens_in, d->res->tokens_out,
                                     hy_clock_now() - d->t0};
@@ -168,47 +154,93 @@ static void poll_engine(struct doc *d)
     }
 }
 
-/* Trims Unicode whitespace at both ends of s[0..*n). */
-static const char *trim(const char *s, size_t *n)
+static hy_status put(struct doc *d, const char *s, size_t n, struct hy_err *err)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t a = 0, b = *n;
-    while (a < b) {
-        int l;
-        if (!text_is_space(text_decode(p + a, b - a, &l)))
-            break;
-        a += (size_t)l;
-    }
-    while (b > a) {
-        size_t c = b - 1;
-        while (c > a && (p[c] & 0xC0) == 0x80)
-            c--;
-        int l;
-        if (!text_is_space(text_decode(p + c, b - c, &l)) || c + (size_t)l != b)
-            break;
-        b = c;
-    }
-    *n = b - a;
-    return s + a;
+    return n ? d->o->write(d->o->write_ctx, s, n, err) : HY_OK;
 }
 
-/* Writes every finished segment at the front of the document, in order. */
+/* Writes text of segment i, the front of the output, as it is generated, with the effect
+ * of trimming the whole translation: leading whitespace is dropped, the original
+ * separator goes out just before the first visible character, and whitespace is held back
+ * until something visible follows it (trailing whitespace is never written). */
+static hy_status emit(struct doc *d, size_t i, const char *s, size_t n, struct hy_err *err)
+{
+    struct seg_job *j = &d->jobs[i];
+    const struct hy_seg *g = &d->segs[i];
+    const unsigned char *p = (const unsigned char *)s;
+    hy_status st = HY_OK;
+    for (size_t a = 0; a < n && !st;) {
+        int l;
+        if (text_is_space(text_decode(p + a, n - a, &l))) {
+            if (j->started && d->n_ws + (size_t)l > d->cap_ws) {
+                size_t cap = 2 * d->cap_ws + 64;
+                char *w = realloc(d->ws, cap);
+                if (!w)
+                    return hy_err_set(err, HY_E_NOMEM, "out of memory");
+                d->ws = w;
+                d->cap_ws = cap;
+            }
+            if (j->started) {
+                memcpy(d->ws + d->n_ws, p + a, (size_t)l);
+                d->n_ws += (size_t)l;
+            }
+            a += (size_t)l;
+            continue;
+        }
+        size_t b = a;
+        while (b < n && !text_is_space(text_decode(p + b, n - b, &l)))
+            b += (size_t)l;
+        if (!j->started) {
+            st = put(d, d->text + g->sep_off, g->sep_len, err);
+            j->started = true;
+        }
+        if (!st)
+            st = put(d, d->ws, d->n_ws, err);
+        d->n_ws = 0;
+        if (!st)
+            st = put(d, s + a, b - a, err);
+        a = b;
+    }
+    return st;
+}
+
+/* Feeds the front segment's new ids through its detokenizer and writes the text. */
+static hy_status stream_front(struct doc *d, struct hy_err *err)
+{
+    struct seg_job *j = &d->jobs[d->next_write];
+    char buf[HY_DETOK_MAX_OUT];
+    hy_status st = HY_OK;
+    while (!st && j->ids && j->n_fed < j->n_ids) {
+        int k = hy_detok_push(&j->dt, j->ids[j->n_fed++], buf, sizeof buf);
+        st = emit(d, d->next_write, buf, k > 0 ? (size_t)k : 0, err);
+    }
+    return st;
+}
+
+/* Streams the front segment and writes out every finished one, in order. A segment that
+ * produced nothing visible, or failed before writing anything, keeps its original text. */
 static hy_status flush(struct doc *d, struct hy_err *err)
 {
-    while (d->next_write < d->n && d->jobs[d->next_write].done) {
-        const struct hy_seg *g = &d->segs[d->next_write];
+    while (d->next_write < d->n) {
         struct seg_job *j = &d->jobs[d->next_write];
-        size_t n = j->out_len;
-        const char *s = j->out && n ? trim(j->out, &n) : NULL;
-        if (!s || !n) { /* nothing usable came back: keep the original */
-            s = d->text + g->off;
-            n = g->len;
+        const struct hy_seg *g = &d->segs[d->next_write];
+        bool ok = j->finish == HY_FINISH_STOP || j->finish == HY_FINISH_LENGTH;
+        hy_status st = ok || !j->done ? stream_front(d, err) : HY_OK;
+        if (st || !j->done)
+            return st;
+        if (ok && j->ids) {
+            char buf[64];
+            int k = hy_detok_flush(&j->dt, buf, sizeof buf);
+            st = emit(d, d->next_write, buf, k > 0 ? (size_t)k : 0, err);
         }
-        hy_status st = d->o->write(d->o->write_ctx, d->text + g->sep_off, g->sep_len, err);
-        if (!st)
-            st = d->o->write(d->o->write_ctx, s, n, err);
-        free(j->out);
-        j->out = NULL;
+        if (!st && !j->started) {
+            st = put(d, d->text + g->sep_off, g->sep_len, err);
+            if (!st)
+                st = put(d, d->text + g->off, g->len, err);
+        }
+        free(j->ids);
+        j->ids = NULL;
+        d->n_ws = 0; /* trailing whitespace of the translation is dropped */
         d->next_write++;
         if (st)
             return st;
@@ -252,12 +284,12 @@ static void cleanup(struct doc *d)
         if (d->jobs[i].submitted && !d->jobs[i].done)
             hy_engine_release(d->e, d->jobs[i].h); /* cancels it */
         free(d->jobs[i].ids);
-        free(d->jobs[i].out);
     }
     free(d->jobs);
     free(d->segs);
     free(d->prompt);
     free(d->count_buf);
+    free(d->ws);
 }
 
 hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,

@@ -3,9 +3,10 @@
  * becomes a translation prompt (prompt.h), all segments are submitted to the engine at once
  * (as many as its queue takes, the rest as room frees up) so continuous batching
  * translates them together, and the translations are written out in document order, with
- * the original whitespace and paragraph structure, as soon as each one and all before it
- * are done. Nothing is dropped: a segment that fails keeps its original text and is
- * counted in the result. Runs on the calling thread (it waits on the engine); allocates
+ * the original whitespace and paragraph structure: the first unfinished segment streams
+ * token by token (its leading and trailing whitespace trimmed), the later ones follow as
+ * soon as all before them are out. Nothing is dropped: a segment that fails before
+ * writing anything keeps its original text, and failures are counted in the result. Runs on the calling thread (it waits on the engine); allocates
  * per document (segments, outputs), never on the engine thread.
  * Errors: HY_E_INVAL for bad options or text that is not UTF-8; the sink's own error;
  * HY_DOC_CANCELLED when the optional cancelled hook said stop (segments in flight are

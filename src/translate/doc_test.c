@@ -134,9 +134,19 @@ static void check_doc(struct hy_engine *e, const char *tgt, const char *src, int
     CHECKF(hy_doc_translate(e, tok, doc_text, len, &o, &r, &err) == HY_OK, "%s", err.msg);
     CHECKF(r.segments == n_segs && r.failed == 0, "%zu segments (want %zu), %zu failed",
            r.segments, n_segs, r.failed);
+    if (getenv("DOC_TEST_DUMP") && (got.n != n_want || memcmp(got.p, want, n_want))) {
+        FILE *f1 = fopen("/tmp/doc_got.txt", "wb"), *f2 = fopen("/tmp/doc_want.txt", "wb");
+        fwrite(got.p, 1, got.n, f1);
+        fwrite(want, 1, n_want, f2);
+        fclose(f1);
+        fclose(f2);
+    }
     CHECKF(got.n == n_want && memcmp(got.p, want, n_want) == 0,
            "to %s, max_seg %d: output differs (%zu vs %zu bytes)", tgt, max_seg, got.n, n_want);
     CHECK(r.tokens_out > 0 && r.tokens_in > 0);
+    /* streamed: the front segment's text goes out as its tokens arrive, not in one write */
+    CHECKF(got.calls > 2 * (int)r.segments + 1, "%d writes for %zu segments", got.calls,
+           r.segments);
     fprintf(stderr, "to %s from %s, max_seg %d: %zu segments, %lld tokens out, %d writes\n", tgt,
             r.src ? r.src->code : "?", max_seg, r.segments, (long long)r.tokens_out, got.calls);
 }
