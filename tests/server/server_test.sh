@@ -287,5 +287,35 @@ kill -TERM "$PID"
 wait "$PID"
 pids=""
 
+# ---------------------------------------------------------------- server D: 10x the load
+# 640 requests at once (64 curl processes x 10 parallel transfers) against a small queue:
+# the excess is refused with 429 quickly, everything admitted finishes with 200, nothing
+# else comes back.
+start D --max-queue 16 --max-running 8
+U=http://127.0.0.1:$PORT
+c=0 over_pids=""
+while [ $c -lt 64 ]; do
+    set --
+    i=0
+    while [ $i -lt 10 ]; do set -- "$@" -o /dev/null "$U/v1/chat/completions"; i=$((i + 1)); done
+    curl -s --parallel --parallel-max 10 -w '%{http_code} %{time_total}\n' \
+        -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":32,"ignore_eos":true}' \
+        "$@" >"$TMP/over.$c" &
+    over_pids="$over_pids $!"
+    c=$((c + 1))
+done
+for p in $over_pids; do wait "$p"; done
+checks=$((checks + 3))
+n200=$(cat "$TMP"/over.* | grep -c '^200 ')
+n429=$(cat "$TMP"/over.* | grep -c '^429 ')
+[ $((n200 + n429)) = 640 ] || fail "overload: $n200 x 200 + $n429 x 429 of 640: $(cut -d' ' -f1 "$TMP"/over.* | sort | uniq -c | tr '\n' ' ')"
+[ "$n429" -ge 1 ] && [ "$n200" -ge 16 ] || fail "overload: $n200 x 200, $n429 x 429"
+slow429=$(cat "$TMP"/over.* | awk '$1 == 429 && $2 > 1.0' | wc -l)
+[ "$slow429" = 0 ] || fail "overload: $slow429 of the 429 answers took over 1 s"
+echo "overload: 640 at once: $n200 x 200, $n429 x 429 (every 429 within 1 s)"
+kill -TERM "$PID"
+wait "$PID"
+pids=""
+
 echo "server_test: $checks checks, $fails failures"
 [ $fails = 0 ]
