@@ -1,6 +1,7 @@
 /* cmd_bench.c: `hymt bench`: engine throughput on random prompts (time to first token,
  * decode tokens/s per sequence and in total, step time) for several batch sizes. */
 #include "backend/cpu/cpu.h"
+#include "backend/select.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/clock.h"
@@ -29,7 +30,7 @@ static const struct cli_cmd cmd = {
     "  --max-batch-tokens N     tokens per engine step (default 2048)\n"
     "  --kv-memory SIZE         KV pool size, e.g. 2G (default: enough for the largest batch)\n"
     "  -t, --threads N          CPU threads (default: all online CPUs)\n"
-    "  --device NAME            cpu (default)\n"
+    "  --device D               auto (default: CUDA when a GPU is present), cpu or cuda\n"
     "  --translate FILE         instead: translate FILE (needs MODEL/tokenizer.json) with every\n"
     "                           segment batched; prints segments/s and tokens/s\n"
     "  --to LANG                target language for --translate (default en)\n"
@@ -174,7 +175,7 @@ static int parse_batches(const char *s, int *out)
 
 int cmd_bench(int argc, char **argv)
 {
-    struct bench_opts o = {.batches = "1,8,32", .device = "cpu", .prompt_len = 64, .gen_len = 64,
+    struct bench_opts o = {.batches = "1,8,32", .device = "auto", .prompt_len = 64, .gen_len = 64,
                            .mbt = 2048, .to = "en"};
     struct cli_opt opts[] = {
         {"m|model", CLI_STR, &o.model, 0, 0, false},
@@ -195,8 +196,8 @@ int cmd_bench(int argc, char **argv)
         return r == CLI_HELP ? 0 : 2;
     if (!o.model)
         return cli_fail(&cmd, "-m MODEL is required");
-    if (strcmp(o.device, "cpu"))
-        return cli_fail(&cmd, "--device: '%s' is not available in this build (cpu)", o.device);
+    if (!hy_backend_name_valid(o.device))
+        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o.device);
     int nb = parse_batches(o.batches, batches);
     if (nb <= 0)
         return cli_fail(&cmd, "--batch: expected up to %d comma-separated sizes 1..%d, got '%s'",
@@ -207,7 +208,7 @@ int cmd_bench(int argc, char **argv)
     struct hy_backend *be = NULL;
     struct hy_model *m = NULL;
     double t0 = hy_clock_now();
-    hy_status st = hy_cpu_backend_create(&be, (int)o.threads, &err);
+    hy_status st = hy_backend_open(&be, o.device, (int)o.threads, &err);
     if (!st)
         st = hy_model_load(&m, o.model, be, &err);
     if (st) {
@@ -216,9 +217,11 @@ int cmd_bench(int argc, char **argv)
             be->i->destroy(be);
         return 1;
     }
-    printf("model %s: %lld layers, hidden %lld, vocab %lld; cpu, %d threads; load %.2f s\n",
+    char desc[320];
+    printf("model %s: %lld layers, hidden %lld, vocab %lld; %s; load %.2f s\n",
            o.model, (long long)m->cfg.num_hidden_layers, (long long)m->cfg.hidden_size,
-           (long long)m->cfg.vocab_size, hy_cpu_backend_threads(be), hy_clock_now() - t0);
+           (long long)m->cfg.vocab_size, hy_backend_describe(be, desc, sizeof desc),
+           hy_clock_now() - t0);
     if (o.translate) {
         int rt = bench_translate(m, &o);
         hy_model_destroy(m);

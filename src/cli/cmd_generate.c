@@ -2,9 +2,7 @@
  * For debugging and parity checks: greedy at --temp 0, and --dump-logits writes the
  * float32 distribution each generated token was drawn from. */
 #include "backend/cpu/cpu.h"
-#ifdef HYMT_CUDA
-#include "backend/cuda/cuda.h"
-#endif
+#include "backend/select.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/clock.h"
@@ -40,8 +38,8 @@ static const struct cli_cmd cmd = {
     "                        [steps, vocab], raw little-endian; the first row is the\n"
     "                        last prompt position\n"
     "  -t, --threads N       CPU threads (default: all online CPUs)\n"
-    "  --device cpu|cuda     where the model runs (default cpu); cuda uses GPU 0 and\n"
-    "                        needs a build with the CUDA backend\n"
+    "  --device D            cpu (default, for parity checks), cuda (GPU 0; needs a build\n"
+    "                        with the CUDA backend) or auto\n"
     "  -h, --help            this text\n",
 };
 
@@ -140,20 +138,6 @@ static int encode_prompt(const char *dir, const char *text, int32_t *ids, int ca
     return s || n == 0 ? -1 : (int)n;
 }
 
-/* "N threads" for the CPU, the device name for CUDA (log line). */
-static const char *device_desc(const struct hy_backend *be, bool cuda)
-{
-    static char buf[300];
-#ifdef HYMT_CUDA
-    if (cuda) {
-        snprintf(buf, sizeof buf, "cuda: %s", hy_cuda_backend_device_name(be));
-        return buf;
-    }
-#endif
-    snprintf(buf, sizeof buf, "%d threads", hy_cpu_backend_threads(be));
-    return buf;
-}
-
 static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
 {
     struct hy_err err = {{0}};
@@ -164,16 +148,9 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     int32_t *out = NULL;
     FILE *dump = NULL;
     int rc = 1;
-    bool cuda = o->device && strcmp(o->device, "cuda") == 0;
     double t_load = hy_clock_now();
-    hy_status s;
-#ifdef HYMT_CUDA
-    if (cuda)
-        s = hy_cuda_backend_create(&be, 0, &err);
-    else
-#endif
-        s = cuda ? hy_err_set(&err, HY_E_UNSUPPORTED, "this hymt was built without CUDA")
-                 : hy_cpu_backend_create(&be, (int)o->threads, &err);
+    char desc[320];
+    hy_status s = hy_backend_open(&be, o->device ? o->device : "cpu", (int)o->threads, &err);
     if (!s)
         s = hy_model_load(&m, o->model, be, &err);
     if (!s)
@@ -231,7 +208,7 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     HY_LOGI("prompt: %d tokens in %.1f ms (%.2f tok/s); generated %d tokens, %d decode steps "
             "in %.1f ms (%.2f tok/s); %s",
             n_prompt, (t1 - t0) * 1e3, n_prompt / (t1 - t0), n_out, n_out - 1, (t2 - t1) * 1e3,
-            n_out > 1 ? (n_out - 1) / (t2 - t1) : 0.0, device_desc(be, cuda));
+            n_out > 1 ? (n_out - 1) / (t2 - t1) : 0.0, hy_backend_describe(be, desc, sizeof desc));
     rc = 0;
 done:
     if (dump && fclose(dump) != 0 && rc == 0) {
@@ -272,8 +249,8 @@ int cmd_generate(int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required");
     if (o.n < 0)
         return cli_fail(&cmd, "-n N is required");
-    if (o.device && strcmp(o.device, "cpu") != 0 && strcmp(o.device, "cuda") != 0)
-        return cli_fail(&cmd, "--device must be cpu or cuda, not '%s'", o.device);
+    if (o.device && !hy_backend_name_valid(o.device))
+        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o.device);
     if (!o.ids == !o.prompt)
         return cli_fail(&cmd, "give the prompt with either --ids 1,2,3 or --prompt TEXT");
     int32_t *prompt = malloc(GEN_MAX_IDS * sizeof *prompt);

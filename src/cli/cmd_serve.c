@@ -3,6 +3,7 @@
  * takes them), listen, load the model (/health answers meanwhile, /ready says 503), become
  * ready, wait for SIGINT/SIGTERM, drain, stop. */
 #include "backend/cpu/cpu.h"
+#include "backend/select.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/globals.h"
@@ -34,6 +35,7 @@ static const struct cli_cmd cmd = {
     "  --host ADDR                address to listen on (default 127.0.0.1)\n"
     "  --port N                   port (default 8080; 0: any free port, logged)\n"
     "  -t, --threads N            CPU threads for the model (default: all online CPUs)\n"
+    "  --device D                 auto (default: CUDA when a GPU is present), cpu or cuda\n"
     "  --max-queue N              requests (segments) waiting in the engine; more get 429\n"
     "                             (default 1024)\n"
     "  --max-running N            sequences decoded together (default 16)\n"
@@ -52,7 +54,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct serve_opts {
-    const char *model, *host, *kv, *max_body, *api_key, *cors, *name;
+    const char *model, *host, *kv, *max_body, *api_key, *cors, *name, *device;
     int64_t port, threads, max_queue, max_running, mbt, max_chars, max_conns;
     double timeout, drain;
 };
@@ -64,6 +66,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"host", CLI_STR, &o->host, 0, 0, false},
         {"port", CLI_INT, &o->port, 0, 65535, false},
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
+        {"device", CLI_STR, &o->device, 0, 0, false},
         {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
         {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
@@ -85,6 +88,8 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required: a checkpoint folder such as "
                               "/path/to/Hunyuan-MT-7B, or run `make serve` for the "
                               "random-weight demo model");
+    if (o->device && !hy_backend_name_valid(o->device))
+        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o->device);
     return CLI_OK;
 }
 
@@ -132,9 +137,12 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
                       struct hy_backend **be, struct hy_model **m, struct hy_tok **tok,
                       struct hy_engine **e, struct hy_err *err)
 {
-    hy_status st = hy_cpu_backend_create(be, (int)o->threads, err);
-    if (!st)
+    hy_status st = hy_backend_open(be, o->device ? o->device : "auto", (int)o->threads, err);
+    if (!st) {
+        char desc[320];
+        HY_LOGI("serve: model runs on %s", hy_backend_describe(*be, desc, sizeof desc));
         st = hy_model_load(m, o->model, *be, err);
+    }
     if (!st)
         st = hy_tok_load(tok, o->model, err);
     if (!st)

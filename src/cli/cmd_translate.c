@@ -1,7 +1,7 @@
 /* cmd_translate.c: `hymt translate`: documents in, translations out, through the engine.
  * All segments of a document are submitted at once and batched; output is written in
  * order as segments finish. Progress bar on a terminal, one summary line otherwise. */
-#include "backend/cpu/cpu.h"
+#include "backend/select.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/clock.h"
@@ -44,6 +44,7 @@ static const struct cli_cmd cmd = {
     "  --max-queue N              segments waiting in the engine (default 1024)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     "  -t, --threads N            CPU threads (default: all online CPUs)\n"
+    "  --device D                 auto (default: CUDA when a GPU is present), cpu or cuda\n"
     "  -h, --help                 this text\n"
     "\n"
     "languages: zh en fr pt es ja tr ru ar ko th it de vi ms id tl hi zh-Hant pl cs nl km my\n"
@@ -51,7 +52,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *kv;
+    const char *model, *to, *from, *out, *kv, *device;
     int64_t threads, top_k, seed, max_seg, max_new, max_running, mbt, max_queue;
     double temp, top_p, rep, timeout;
     bool greedy, keep_lines, replace;
@@ -201,6 +202,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
+        {"device", CLI_STR, &o->device, 0, 0, false},
     };
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], files, TR_MAX_FILES,
                       n_files);
@@ -210,6 +212,8 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         return cli_fail(&cmd, "-m MODEL is required");
     if (!o->to)
         return cli_fail(&cmd, "--to LANG is required");
+    if (!hy_backend_name_valid(o->device))
+        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o->device);
     return CLI_OK;
 }
 
@@ -240,7 +244,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
         ep.max_batch_tokens = (int)o->mbt;
     if (o->kv && (ep.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)) < 0)
         return 2;
-    hy_status st = hy_cpu_backend_create(&be, (int)o->threads, &err);
+    hy_status st = hy_backend_open(&be, o->device, (int)o->threads, &err);
     if (!st)
         st = hy_model_load(&m, o->model, be, &err);
     if (!st)
@@ -278,7 +282,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
 int cmd_translate(int argc, char **argv)
 {
     struct hy_sampler_params sp = hy_sampler_params_default();
-    struct tr_opts o = {.from = "auto", .temp = sp.temperature, .top_k = sp.top_k,
+    struct tr_opts o = {.from = "auto", .device = "auto", .temp = sp.temperature, .top_k = sp.top_k,
                         .top_p = sp.top_p, .rep = sp.repetition_penalty};
     const char *files[TR_MAX_FILES];
     int n_files = 0;

@@ -129,6 +129,9 @@ expect 1 "translate missing file" -- "$HYMT" translate -m "$T" --to en "$TMP/nop
 i=0; while [ $i -lt 1000 ]; do echo "Line $i of the document. Zeile $i. 第${i}行。"; i=$((i + 1)); done >"$TMP/long.txt"
 expect 0 "translate 1000 lines" -- "$HYMT" translate -m "$T" --to en --greedy --keep-lines --max-new-tokens 2 "$TMP/long.txt" -o "$TMP/long.out"
 contains "$TMP/err" "long.txt: 1000 segments" "1000 segments"
+expect 2 "translate bad --device" -- "$HYMT" translate -m "$T" --to en --device gpu "$TMP/doc.txt"
+contains "$TMP/err" "auto, cpu or cuda" "names the devices"
+expect 0 "translate --device cpu" -- "$HYMT" translate -m "$T" --to en --device cpu --max-new-tokens 2 "$TMP/doc.txt"
 expect 1 "translate without a tokenizer" -- "$HYMT" translate -m "$M" --to en "$TMP/doc.txt"
 expect 1 "generate id out of vocab" -- "$HYMT" generate -m "$M" --ids 1,512 -n 1
 contains "$TMP/err" "out of the vocabulary" "names the bad id"
