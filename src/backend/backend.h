@@ -85,6 +85,8 @@ struct hy_backend_i {
      * w->dtype at the copy; free it with free(be, w->data). On failure *w is unchanged.
      * NULL (the CPU backends): the ops read weights where they lie. */
     hy_status (*weight_upload)(struct hy_backend *be, struct hy_weight *w, struct hy_err *err);
+    /* (optional) Device memory in bytes: used and total, for /metrics. NULL on the CPU. */
+    void (*mem_info)(struct hy_backend *be, uint64_t *used, uint64_t *total);
 };
 
 struct hy_backend {

@@ -500,3 +500,5 @@ void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out)
 }
 
 const struct hy_engine_params *hy_engine_get_params(const struct hy_engine *e) { return &e->p; }
+
+const struct hy_model *hy_engine_model(const struct hy_engine *e) { return e->m; }

@@ -89,6 +89,8 @@ hy_status hy_engine_cancel(struct hy_engine *e, uint64_t handle);
 void hy_engine_release(struct hy_engine *e, uint64_t handle);
 
 void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out);
+/* The model the engine runs (borrowed; constant). */
+const struct hy_model *hy_engine_model(const struct hy_engine *e);
 /* The parameters the engine runs with (borrowed; constant). */
 const struct hy_engine_params *hy_engine_get_params(const struct hy_engine *e);
 

@@ -296,6 +296,19 @@ static void cuda_destroy(struct hy_backend *be)
     free(be);
 }
 
+/* cudaMemGetInfo of the backend's device; zeros if the call fails (it only reads). */
+static void cuda_mem_info(struct hy_backend *be, uint64_t *used, uint64_t *total)
+{
+    size_t free_b = 0, total_b = 0;
+    (void)be;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        free_b = total_b = 0;
+    }
+    *used = (uint64_t)(total_b - free_b);
+    *total = (uint64_t)total_b;
+}
+
 static const struct hy_backend_i cuda_iface = {
     .name = "cuda",
     .destroy = cuda_destroy,
@@ -313,6 +326,7 @@ static const struct hy_backend_i cuda_iface = {
     .silu_mul = cuda_silu_mul,
     .add = cuda_add,
     .weight_upload = cuda_weight_upload,
+    .mem_info = cuda_mem_info,
 };
 
 bool hy_cuda_available(void)
