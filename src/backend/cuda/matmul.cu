@@ -13,62 +13,106 @@
 #include "backend/cuda/cuda_impl.h"
 
 #define GEMV_MAX_T 8
-#define GEMV_WARPS 8
+#define GEMV_THREADS 256
 
-/* Decode-sized products (T <= GEMV_MAX_T): one warp per output row reads the row's bf16
- * weights once, 16 bytes per lane per load, and multiplies them with the T float32 input
- * rows (no rounding of x: bf16 x fp32 products, float32 sums), so the weights stream
- * through at memory speed. Needs cols % 8 == 0 and 16-byte aligned x and W. */
-template <int NT>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
+/* Decode-sized products (T <= GEMV_MAX_T): one block of GEMV_THREADS threads owns R
+ * consecutive output rows; its threads split the columns (thread i takes the 8-column
+ * groups i, i + 256, ...), read each weight row once, 16 bytes (8 bf16) per load with L1
+ * no-allocate (the weights stream through; x stays in L1), and multiply them with the T
+ * float32 input rows (no rounding of x: bf16 x fp32 products, float32 sums). A thread
+ * keeps R x T partial sums; warp shuffles, then shared memory, sum them over the block.
+ * Each x element loaded serves R rows, so x's traffic is T/R times the weights' bytes x 2
+ * (float32 vs bf16), and the grid (rows / R blocks) fills the SMs down to rows = 4096.
+ * Needs cols % 8 == 0 and 16-byte aligned x and W. */
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float dot8(float acc, uint4 v, float4 a, float4 b)
+{
+    acc = fmaf(__uint_as_float(v.x << 16), a.x, acc);
+    acc = fmaf(__uint_as_float(v.x & 0xffff0000u), a.y, acc);
+    acc = fmaf(__uint_as_float(v.y << 16), a.z, acc);
+    acc = fmaf(__uint_as_float(v.y & 0xffff0000u), a.w, acc);
+    acc = fmaf(__uint_as_float(v.z << 16), b.x, acc);
+    acc = fmaf(__uint_as_float(v.z & 0xffff0000u), b.y, acc);
+    acc = fmaf(__uint_as_float(v.w << 16), b.z, acc);
+    acc = fmaf(__uint_as_float(v.w & 0xffff0000u), b.w, acc);
+    return acc;
+}
+
+template <int NT, int R>
+__global__ void __launch_bounds__(GEMV_THREADS)
     gemv_kernel(float *out, const float *x, const uint16_t *w, int rows, int cols)
 {
-    const int lane = threadIdx.x & 31;
-    const int row = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
-    if (row >= rows)
-        return;
-    const uint4 *wr = (const uint4 *)(w + (int64_t)row * cols);
+    __shared__ float red[GEMV_THREADS / 32][R * NT];
+    const int row0 = blockIdx.x * R;
     const int n8 = cols / 8;
-    float acc[NT];
+    const uint4 *wr[R];
 #pragma unroll
-    for (int t = 0; t < NT; t++)
-        acc[t] = 0.0f;
-#pragma unroll 4
-    for (int k = lane; k < n8; k += 32) {
-        uint4 v = __ldg(wr + k);
-        float wf[8];
-        wf[0] = __uint_as_float(v.x << 16);
-        wf[1] = __uint_as_float(v.x & 0xffff0000u);
-        wf[2] = __uint_as_float(v.y << 16);
-        wf[3] = __uint_as_float(v.y & 0xffff0000u);
-        wf[4] = __uint_as_float(v.z << 16);
-        wf[5] = __uint_as_float(v.z & 0xffff0000u);
-        wf[6] = __uint_as_float(v.w << 16);
-        wf[7] = __uint_as_float(v.w & 0xffff0000u);
+    for (int r = 0; r < R; r++) {
+        int rr = row0 + r < rows ? row0 + r : rows - 1; /* past the end: reread, not stored */
+        wr[r] = (const uint4 *)(w + (int64_t)rr * cols);
+    }
+    float acc[R][NT];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = 0.0f;
+#pragma unroll(NT <= 2 ? 2 : 1)
+    for (int k = threadIdx.x; k < n8; k += GEMV_THREADS) {
+        uint4 v[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            v[r] = ld_stream(wr[r] + k);
 #pragma unroll
         for (int t = 0; t < NT; t++) {
             const float4 *xp = (const float4 *)(x + (int64_t)t * cols) + 2 * k;
-            float4 a = xp[0], b = xp[1];
-            acc[t] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x +
-                      wf[5] * b.y + wf[6] * b.z + wf[7] * b.w;
+            float4 a = __ldg(xp), b = __ldg(xp + 1);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                acc[r][t] = dot8(acc[r][t], v[r], a, b);
         }
     }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-        float a = acc[t];
-        for (int o = 16; o > 0; o >>= 1)
-            a += __shfl_xor_sync(0xffffffffu, a, o);
-        if (lane == 0)
-            out[(int64_t)t * rows + row] = a;
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            float a = acc[r][t];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (lane == 0)
+                red[warp][r * NT + t] = a;
+        }
+    __syncthreads();
+    if (threadIdx.x < R * NT) {
+        const int r = threadIdx.x / NT, t = threadIdx.x % NT;
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < GEMV_THREADS / 32; i++)
+            s += red[i][threadIdx.x];
+        if (row0 + r < rows)
+            out[(int64_t)t * rows + row0 + r] = s;
     }
 }
 
+/* 4 rows a block for T <= 2, 8 above (x's L1/L2 traffic per weight byte halves; the
+ * R x T sums fit in registers up to T = 8). */
 template <int NT>
 static void gemv(cudaStream_t st, float *out, const float *x, const uint16_t *w, int64_t rows,
                  int64_t cols)
 {
-    unsigned blocks = (unsigned)((rows + GEMV_WARPS - 1) / GEMV_WARPS);
-    gemv_kernel<NT><<<blocks, GEMV_WARPS * 32, 0, st>>>(out, x, w, (int)rows, (int)cols);
+    constexpr int R = 4;
+    unsigned blocks = (unsigned)((rows + R - 1) / R);
+    gemv_kernel<NT, R><<<blocks, GEMV_THREADS, 0, st>>>(out, x, w, (int)rows, (int)cols);
     HY_CUDA_CHECK_LAUNCH();
 }
 
