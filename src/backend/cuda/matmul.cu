@@ -14,6 +14,12 @@
 
 #define GEMV_MAX_T 8
 #define GEMV_THREADS 256
+#ifndef GEMV_R_BIG
+#define GEMV_R_BIG 8 /* rows per block for T >= 5 */
+#endif
+#ifndef GEMV_MINB
+#define GEMV_MINB 1 /* min blocks per SM (a register cap; 2 spills at R = 8) */
+#endif
 
 /* Decode-sized products (T <= GEMV_MAX_T): one block of GEMV_THREADS threads owns R
  * consecutive output rows; its threads split the columns (thread i takes the 8-column
@@ -47,7 +53,7 @@ __device__ __forceinline__ float dot8(float acc, uint4 v, float4 a, float4 b)
 }
 
 template <int NT, int R>
-__global__ void __launch_bounds__(GEMV_THREADS)
+__global__ void __launch_bounds__(GEMV_THREADS, GEMV_MINB)
     gemv_kernel(float *out, const float *x, const uint16_t *w, int rows, int cols)
 {
     __shared__ float red[GEMV_THREADS / 32][R * NT];
@@ -104,13 +110,15 @@ __global__ void __launch_bounds__(GEMV_THREADS)
     }
 }
 
-/* 4 rows a block for T <= 2, 8 above (x's L1/L2 traffic per weight byte halves; the
- * R x T sums fit in registers up to T = 8). */
+/* 4 rows a block for T <= 4, 8 above: x's L1/L2 traffic per weight byte halves, at up to
+ * 254 registers (one block per SM, no spills). H200, bench/matmul_bench.cu, 2026-11-30:
+ * T=8 1894 GB/s with 8 rows vs 1328 with 4 (1499 with 8 rows capped at 128 registers,
+ * which spills); T=4 3007 GB/s with 4 rows vs 2384 with 8. */
 template <int NT>
 static void gemv(cudaStream_t st, float *out, const float *x, const uint16_t *w, int64_t rows,
                  int64_t cols)
 {
-    constexpr int R = 4;
+    constexpr int R = NT <= 4 ? 4 : GEMV_R_BIG;
     unsigned blocks = (unsigned)((rows + R - 1) / R);
     gemv_kernel<NT, R><<<blocks, GEMV_THREADS, 0, st>>>(out, x, w, (int)rows, (int)cols);
     HY_CUDA_CHECK_LAUNCH();
