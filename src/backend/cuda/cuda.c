@@ -11,6 +11,7 @@
 
 #define CUBLAS_WORKSPACE ((size_t)32 << 20) /* cuBLAS' recommendation for Hopper */
 #define UPLOAD_CHUNK ((size_t)8 << 20)      /* elements converted on the host per copy */
+#define STAGE_REUSE 8                        /* ring slots remembered for reuse */
 
 struct cuda_ctx {
     int device;
@@ -21,6 +22,12 @@ struct cuda_ctx {
     int32_t *stage_h;   /* pinned ring [stage_cap] */
     int32_t *stage_d;   /* device mirror [stage_cap]: slot i is copied from stage_h[i] */
     size_t stage_cap, stage_head;
+    /* Slots of the ring already sent this lap, for stage_find: a host array staged again
+     * with the same contents (a step's positions / pool slots / block tables, which every
+     * layer passes) reuses the device copy instead of another copy. A slot's host bytes stay
+     * as they were sent until the ring wraps, which empties this list. */
+    struct { size_t at, n; } sent[STAGE_REUSE];
+    int n_sent, sent_next;
     uint16_t *xbf;      /* device [xbf_cap] bf16 matmul input */
     size_t xbf_cap;
 };
@@ -47,6 +54,7 @@ static int32_t *stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev)
     if (c->stage_head + n > c->stage_cap) {
         HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
         c->stage_head = 0;
+        c->n_sent = c->sent_next = 0; /* the slots will be overwritten */
     }
     size_t at = c->stage_head;
     c->stage_head += (n + 31) & ~(size_t)31; /* keep slots 128-byte aligned */
@@ -56,19 +64,39 @@ static int32_t *stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev)
     return c->stage_h + at;
 }
 
-/* Enqueues the copy of a filled slot to the device. */
+/* Enqueues the copy of a filled slot to the device, and remembers the slot for reuse. */
 static void stage_send(struct cuda_ctx *c, const int32_t *host, size_t n)
 {
     size_t at = (size_t)(host - c->stage_h);
-    if (n)
-        HY_CUDA_CHECK(cudaMemcpyAsync(c->stage_d + at, host, n * sizeof(int32_t),
-                                      cudaMemcpyHostToDevice, c->stream));
+    if (!n)
+        return;
+    HY_CUDA_CHECK(cudaMemcpyAsync(c->stage_d + at, host, n * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice, c->stream));
+    c->sent[c->sent_next].at = at;
+    c->sent[c->sent_next].n = n;
+    c->sent_next = (c->sent_next + 1) % STAGE_REUSE;
+    if (c->n_sent < STAGE_REUSE)
+        c->n_sent++;
+}
+
+/* A slot sent this lap holding exactly a[0..n-1], as its device copy, or NULL. The device
+ * copy is only ever read by kernels, and it was enqueued before anything enqueued now. */
+static const int32_t *stage_find(const struct cuda_ctx *c, const int32_t *a, size_t n)
+{
+    for (int i = 0; i < c->n_sent; i++) {
+        const int32_t *h = c->stage_h + c->sent[i].at;
+        if (c->sent[i].n == n && h != a && memcmp(h, a, n * sizeof *a) == 0)
+            return c->stage_d + c->sent[i].at;
+    }
+    return NULL;
 }
 
 /* Stages a host array; returns its device copy (valid for ops enqueued from now on). */
 static const int32_t *stage(struct cuda_ctx *c, const int32_t *a, size_t n)
 {
-    const int32_t *dev;
+    const int32_t *dev = n ? stage_find(c, a, n) : NULL;
+    if (dev)
+        return dev;
     int32_t *h = stage_reserve(c, n, &dev);
     memcpy(h, a, n * sizeof *a);
     stage_send(c, h, n);
@@ -233,7 +261,13 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
         }
         off += n;
     }
-    stage_send(c, h, 3 * R + nb);
+    const int32_t *again = stage_find(c, h, 3 * R + nb); /* every layer after the first */
+    if (again) {
+        c->stage_head = (size_t)(h - c->stage_h); /* give the slot just reserved back */
+        dev = again;
+    } else {
+        stage_send(c, h, 3 * R + nb);
+    }
     hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 3 * R, (int)R, n_head,
                       n_kv, hd, scale);
 }
