@@ -2,16 +2,68 @@
 
 #include "core/status.h"
 
+#include <math.h>
+
 size_t hy_dtype_size(enum hy_dtype t)
 {
     switch (t) {
     case HY_DTYPE_F32: return 4;
     case HY_DTYPE_F16: return 2;
     case HY_DTYPE_BF16: return 2;
+    case HY_DTYPE_Q8_0: return sizeof(struct hy_q8_0_block);
     default: break;
     }
     HY_ASSERT(!"unknown dtype");
     return 0;
+}
+
+int64_t hy_dtype_block_elems(enum hy_dtype t)
+{
+    return t == HY_DTYPE_Q8_0 ? HY_Q8_0_BLOCK : 1;
+}
+
+size_t hy_dtype_row_bytes(enum hy_dtype t, int64_t cols)
+{
+    int64_t b = hy_dtype_block_elems(t);
+    HY_ASSERT(cols >= 0 && cols % b == 0);
+    return (size_t)(cols / b) * hy_dtype_size(t);
+}
+
+void hy_q8_0_quantize_row(void *dst, const float *src, int64_t n)
+{
+    HY_ASSERT(n % HY_Q8_0_BLOCK == 0);
+    unsigned char *out = dst;
+    for (int64_t b = 0; b < n / HY_Q8_0_BLOCK; b++) {
+        const float *x = src + b * HY_Q8_0_BLOCK;
+        float amax = 0.0f;
+        for (int i = 0; i < HY_Q8_0_BLOCK; i++)
+            amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+        struct hy_q8_0_block blk;
+        /* q is computed against the stored (fp16-rounded) scale, so that every element is
+         * within d/2 of its dequantized value: d16 >= d*(1 - 2^-11) keeps max|x|/d16 below
+         * 127.5, so the clamp never costs more than half a step. */
+        blk.d = hy_f32_to_f16(amax / 127.0f);
+        float d = hy_f16_to_f32(blk.d);
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < HY_Q8_0_BLOCK; i++) {
+            float v = roundf(x[i] * id);
+            blk.q[i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+        }
+        memcpy(out + (size_t)b * sizeof blk, &blk, sizeof blk);
+    }
+}
+
+void hy_q8_0_dequantize_row(float *dst, const void *src, int64_t n)
+{
+    HY_ASSERT(n % HY_Q8_0_BLOCK == 0);
+    const unsigned char *in = src;
+    for (int64_t b = 0; b < n / HY_Q8_0_BLOCK; b++) {
+        struct hy_q8_0_block blk;
+        memcpy(&blk, in + (size_t)b * sizeof blk, sizeof blk);
+        float d = hy_f16_to_f32(blk.d);
+        for (int i = 0; i < HY_Q8_0_BLOCK; i++)
+            dst[b * HY_Q8_0_BLOCK + i] = d * (float)blk.q[i];
+    }
 }
 
 const char *hy_dtype_name(enum hy_dtype t)
@@ -20,6 +72,7 @@ const char *hy_dtype_name(enum hy_dtype t)
     case HY_DTYPE_F32: return "F32";
     case HY_DTYPE_F16: return "F16";
     case HY_DTYPE_BF16: return "BF16";
+    case HY_DTYPE_Q8_0: return "Q8_0";
     default: break;
     }
     return "?";
@@ -114,6 +167,9 @@ void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n)
         }
         return;
     }
+    case HY_DTYPE_Q8_0:
+        hy_q8_0_dequantize_row(dst, src, (int64_t)n);
+        return;
     default: break;
     }
     HY_ASSERT(!"unknown dtype");
@@ -141,6 +197,9 @@ void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n)
         }
         return;
     }
+    case HY_DTYPE_Q8_0:
+        hy_q8_0_quantize_row(dst, src, (int64_t)n);
+        return;
     default: break;
     }
     HY_ASSERT(!"unknown dtype");

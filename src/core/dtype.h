@@ -13,15 +13,41 @@ enum hy_dtype {
     HY_DTYPE_F32 = 0,
     HY_DTYPE_F16 = 1,
     HY_DTYPE_BF16 = 2,
+    /* Weight-only int8 in the GGUF Q8_0 layout: blocks of HY_Q8_0_BLOCK consecutive
+     * elements of a row, each an fp16 scale d and 32 int8 q; value = d * q. Never read from
+     * or written to safetensors; made at load (hy_q8_0_quantize_row). */
+    HY_DTYPE_Q8_0 = 3,
     HY_DTYPE_COUNT
 };
 
-/* Bytes per element. */
+#define HY_Q8_0_BLOCK 32
+struct hy_q8_0_block {
+    uint16_t d;                 /* fp16 scale */
+    int8_t q[HY_Q8_0_BLOCK];
+};
+_Static_assert(sizeof(struct hy_q8_0_block) == 34, "Q8_0 block must be 34 bytes (GGUF layout)");
+
+/* Bytes per block of hy_dtype_block_elems(t) elements: the element size for F32/F16/BF16
+ * (blocks of 1), 34 for Q8_0 (blocks of 32). */
 size_t hy_dtype_size(enum hy_dtype t);
-/* safetensors spelling: "F32", "F16", "BF16". */
+/* Elements per block: 1, or HY_Q8_0_BLOCK for Q8_0. */
+int64_t hy_dtype_block_elems(enum hy_dtype t);
+/* Bytes of a row of `cols` elements; cols must be a multiple of hy_dtype_block_elems(t)
+ * (asserted: callers check and refuse first). */
+size_t hy_dtype_row_bytes(enum hy_dtype t, int64_t cols);
+/* Spelling: the safetensors one ("F32", "F16", "BF16"), or "Q8_0". */
 const char *hy_dtype_name(enum hy_dtype t);
-/* Parses the safetensors spelling; returns -1 for anything else. */
+/* Parses the safetensors spelling; returns -1 for anything else (also "Q8_0", which no
+ * safetensors file holds). */
 int hy_dtype_parse(const char *s);
+
+/* Quantizes n float32 values (n a multiple of 32) to n/32 Q8_0 blocks at dst (which may be
+ * unaligned): per block d = fp16(max|x|/127), q = round-to-nearest(x/d) (ties away from
+ * zero), clamped to [-127, 127]; d = 0 gives q = 0. |x - d*q| <= d/2 while d is a normal
+ * fp16 (max|x| >= 2^-7); below that the scale loses precision (as in GGUF). */
+void hy_q8_0_quantize_row(void *dst, const float *src, int64_t n);
+/* Dequantizes n/32 Q8_0 blocks at src (may be unaligned) to n float32 values. */
+void hy_q8_0_dequantize_row(float *dst, const void *src, int64_t n);
 
 static inline float hy_bf16_to_f32(uint16_t h)
 {
@@ -44,7 +70,7 @@ static inline uint16_t hy_f32_to_bf16(float f)
 float hy_f16_to_f32(uint16_t h);
 uint16_t hy_f32_to_f16(float f);
 
-/* Converts n elements of type t at src to float32 at dst. */
+/* Converts n elements of type t at src to float32 at dst (n a multiple of 32 for Q8_0). */
 void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n);
 /* Converts n float32 values to type t at dst. */
 void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n);

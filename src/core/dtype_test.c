@@ -6,6 +6,8 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static float bits_f32(uint32_t u)
@@ -32,8 +34,12 @@ static void test_names(void)
     CHECK(hy_dtype_size(HY_DTYPE_F32) == 4);
     CHECK(hy_dtype_size(HY_DTYPE_F16) == 2);
     CHECK(hy_dtype_size(HY_DTYPE_BF16) == 2);
-    for (int t = 0; t < HY_DTYPE_COUNT; t++)
+    for (int t = 0; t <= HY_DTYPE_BF16; t++)
         CHECK(hy_dtype_parse(hy_dtype_name((enum hy_dtype)t)) == t);
+    CHECK(hy_dtype_parse("Q8_0") == -1); /* no safetensors file holds it */
+    CHECK(hy_dtype_size(HY_DTYPE_Q8_0) == 34 && hy_dtype_block_elems(HY_DTYPE_Q8_0) == 32);
+    CHECK(hy_dtype_row_bytes(HY_DTYPE_Q8_0, 4096) == 128 * 34);
+    CHECK(hy_dtype_row_bytes(HY_DTYPE_BF16, 7) == 14);
     CHECK(hy_dtype_parse("I64") == -1);
     CHECK(hy_dtype_parse("bf16") == -1);
     CHECK(hy_dtype_parse("") == -1);
@@ -145,7 +151,7 @@ static void test_f16_special(void)
 static void test_arrays(void)
 {
     float src[7] = {1.5f, -2.25f, 3.0e-5f, 65504.0f, -0.0f, 1024.75f, 0.1f};
-    for (int t = 0; t < HY_DTYPE_COUNT; t++) {
+    for (int t = 0; t <= HY_DTYPE_BF16; t++) {
         unsigned char buf[7 * 4];
         float back[7];
         hy_dtype_from_f32(buf, src, (enum hy_dtype)t, 7);
@@ -164,8 +170,49 @@ static void test_arrays(void)
     CHECK(b[0] == 0x3fc0 && b[1] == 0xc010);
 }
 
+/* Q8_0 round trip on random data at several magnitudes: |x - deq(q(x))| <= d/2 per element
+ * (d the block's stored scale; a little float32 slack for x/d's rounding), q in [-127, 127],
+ * the block's largest |x| maps to |q| = 127, and an all-zero block stays zero. */
+static void test_q8_0(void)
+{
+    enum { N = 32 * 64 };
+    static float x[N], back[N];
+    static unsigned char q[N / 32 * 34 + 1];
+    uint32_t s = 12345;
+    double worst = 0;
+    for (int amp = -6; amp <= 12; amp += 3) { /* max|x| >= 2^-7: d a normal fp16 */
+        for (int i = 0; i < N; i++) {
+            s = s * 1664525u + 1013904223u;
+            x[i] = ldexpf(((float)(s >> 8) / 16777216.0f - 0.5f) * 2.0f, amp);
+        }
+        for (int i = 0; i < 32; i++)
+            x[i] = 0.0f;
+        hy_q8_0_quantize_row(q + 1, x, N); /* odd address */
+        hy_q8_0_dequantize_row(back, q + 1, N);
+        for (int b = 0; b < N / 32; b++) {
+            struct hy_q8_0_block blk;
+            memcpy(&blk, q + 1 + b * 34, 34);
+            float d = hy_f16_to_f32(blk.d);
+            int maxq = 0;
+            for (int i = 0; i < 32; i++) {
+                int k = b * 32 + i;
+                double err = fabs((double)x[k] - back[k]);
+                double bound = d / 2.0 + fabs(x[k]) * 0x1p-22;
+                CHECKF(err <= bound, "amp 2^%d elem %d err %g bound %g", amp, k, err, bound);
+                if (d > 0)
+                    worst = err / (d / 2.0) > worst ? err / (d / 2.0) : worst;
+                CHECK(blk.q[i] >= -127 && blk.q[i] <= 127);
+                maxq = abs(blk.q[i]) > maxq ? abs(blk.q[i]) : maxq;
+            }
+            CHECK(b == 0 ? (blk.d == 0 && maxq == 0) : maxq == 127);
+        }
+    }
+    printf("q8_0 round trip: worst |x - deq(q(x))| / (d/2) = %.4f\n", worst);
+}
+
 int main(void)
 {
+    test_q8_0();
     test_names();
     test_bf16_round_trip();
     test_bf16_rounding();

@@ -24,12 +24,21 @@ static inline float hy_cpu_weight_load(const void *w, int64_t i, enum hy_dtype d
         memcpy(&f, p + i * 4, 4);
         return f;
     }
+    if (dt == HY_DTYPE_Q8_0) { /* w starts on a block boundary */
+        const unsigned char *b = p + (i / HY_Q8_0_BLOCK) * sizeof(struct hy_q8_0_block);
+        int8_t q;
+        memcpy(&h, b, 2);
+        memcpy(&q, b + 2 + i % HY_Q8_0_BLOCK, 1);
+        return hy_f16_to_f32(h) * (float)q;
+    }
     memcpy(&h, p + i * 2, 2);
     return dt == HY_DTYPE_BF16 ? hy_bf16_to_f32(h) : hy_f16_to_f32(h);
 }
 
 /* Dot-product micro kernels for one weight dtype; activations and results are float32,
- * accumulation is float32. w points at weight row(s) of `cols` elements. */
+ * accumulation is float32. w points at weight row(s) of `cols` elements. For Q8_0, w is on
+ * a block boundary and cols (n) is a multiple of 32; each weight element is d*q in float32
+ * (exactly the reference's value), then multiplied into the sum. */
 struct hy_cpu_mm_kernels {
     /* y[i] = x · (row i of w), i < 4, consecutive rows `stride` bytes apart (decode). */
     void (*rows4)(float *y, const float *x, const void *w, size_t stride, int64_t cols);

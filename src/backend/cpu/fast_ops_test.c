@@ -64,6 +64,18 @@ static void test_matmul(struct hy_backend *be, struct rng *r)
                    "%s matmul %s rows=%lld cols=%lld T=%d", hy_cpu_backend_isa(be),
                    hy_dtype_name(all_dtypes[d]), (long long)shapes[s][0], (long long)shapes[s][1],
                    (int)shapes[s][2]);
+    /* Q8_0 (cols a multiple of 32; odd row counts; decode, tails of T % 4, 4x4 tiles and the
+     * 1024-column chunks): each weight element is d*q, exact in float32 (11 + 8 significant
+     * bits) and the same value the reference reads, so the bound above holds unchanged. */
+    static const int64_t q8_shapes[][3] = {
+        {1, 32, 1},   {5, 64, 2},    {37, 96, 3},  {101, 320, 5}, {33, 2048, 17},
+        {7, 1056, 4}, {250, 512, 1}, {41, 4128, 8}, {3, 32, 6},    {130, 1024, 9},
+    };
+    for (size_t s = 0; s < sizeof q8_shapes / sizeof q8_shapes[0]; s++)
+        CHECKF(matmul_case(be, r, HY_DTYPE_Q8_0, q8_shapes[s][0], q8_shapes[s][1],
+                           (int)q8_shapes[s][2], -1),
+               "%s matmul Q8_0 rows=%lld cols=%lld T=%d", hy_cpu_backend_isa(be),
+               (long long)q8_shapes[s][0], (long long)q8_shapes[s][1], (int)q8_shapes[s][2]);
     /* The comparison can fail: one weight 1/64 off (two bf16 ulps) in one row is caught.
      * The row's largest term is >= sum/cols, so the change is >= sum/(64*cols), above the
      * bound (cols + 4)*U32*sum whenever cols < ~500. */

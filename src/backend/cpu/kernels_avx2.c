@@ -18,6 +18,14 @@ INL __m256 load8(const unsigned char *w, int64_t c, enum hy_dtype dt)
 {
     if (dt == HY_DTYPE_F32)
         return _mm256_castsi256_ps(_mm256_loadu_si256((const void *)(w + 4 * c)));
+    if (dt == HY_DTYPE_Q8_0) { /* c % 8 == 0: 8 int8 of one block, times its fp16 scale */
+        const unsigned char *b = w + (c / HY_Q8_0_BLOCK) * sizeof(struct hy_q8_0_block);
+        uint16_t d;
+        memcpy(&d, b, 2);
+        __m128i q = _mm_loadl_epi64((const void *)(b + 2 + c % HY_Q8_0_BLOCK));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
+                             _mm256_set1_ps(hy_f16_to_f32(d)));
+    }
     __m128i h = _mm_loadu_si128((const void *)(w + 2 * c));
     if (dt == HY_DTYPE_BF16)
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -183,6 +191,7 @@ INL void tile_gen(float *y, int64_t ys, const float *x, int64_t xs, const void *
 MM_KERNELS(f32, HY_DTYPE_F32)
 MM_KERNELS(f16, HY_DTYPE_F16)
 MM_KERNELS(bf16, HY_DTYPE_BF16)
+MM_KERNELS(q8_0, HY_DTYPE_Q8_0)
 
 TARGET static void scores(float *s, const float *q, const float *k, int64_t stride, int n, int hd,
                           float scale)
@@ -222,6 +231,7 @@ bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k)
     k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
     k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
     k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
+    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){rows4_q8_0, toks4_q8_0, dot_q8_0, tile_q8_0};
     k->scores = scores;
     k->accum = accum;
     return true;

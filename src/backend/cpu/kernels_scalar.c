@@ -86,6 +86,7 @@ INL void tile_gen(float *y, int64_t ys, const float *x, int64_t xs, const void *
 MM_KERNELS(f32, HY_DTYPE_F32)
 MM_KERNELS(f16, HY_DTYPE_F16)
 MM_KERNELS(bf16, HY_DTYPE_BF16)
+MM_KERNELS(q8_0, HY_DTYPE_Q8_0)
 
 static void scores(float *s, const float *q, const float *k, int64_t stride, int n, int hd,
                    float scale)
@@ -118,6 +119,7 @@ void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k)
     k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
     k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
     k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
+    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){rows4_q8_0, toks4_q8_0, dot_q8_0, tile_q8_0};
     k->scores = scores;
     k->accum = accum;
 }

@@ -17,13 +17,14 @@
 #define BLOCK_BYTES (128 * 1024)
 /* Fewest 4-row groups a thread gets; below this the call runs on fewer threads. */
 #define MIN_GROUPS_PER_THREAD 2
+_Static_assert(CHUNK_COLS % HY_Q8_0_BLOCK == 0, "a column chunk must start on a Q8_0 block");
 
 struct mm_job {
     const struct hy_cpu_mm_kernels *k;
     float *out;             /* [T, rows] */
     const float *x;         /* [T, cols] */
     const unsigned char *w; /* [rows, cols] of the weight's dtype */
-    size_t row_bytes, elem_bytes;
+    size_t row_bytes, chunk_bytes; /* bytes of a row, of CHUNK_COLS columns of a row */
     int64_t rows, cols;
     int T;
     int64_t block_rows;
@@ -56,7 +57,8 @@ static void tiles(const struct mm_job *j, int t4, int64_t b0, int64_t b1)
 {
     for (int64_t k0 = 0; k0 < j->cols; k0 += CHUNK_COLS) {
         int64_t kn = j->cols - k0 < CHUNK_COLS ? j->cols - k0 : CHUNK_COLS;
-        const unsigned char *wk = j->w + (size_t)k0 * j->elem_bytes;
+        /* k0 is a multiple of CHUNK_COLS, so of the Q8_0 block too */
+        const unsigned char *wk = j->w + (size_t)(k0 / CHUNK_COLS) * j->chunk_bytes;
         for (int t = 0; t < t4; t += 4) {
             const float *xt = j->x + (int64_t)t * j->cols + k0;
             float *ot = j->out + (int64_t)t * j->rows;
@@ -100,13 +102,13 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
         .out = out,
         .x = x,
         .w = w->data,
-        .row_bytes = (size_t)w->cols * hy_dtype_size(w->dtype),
-        .elem_bytes = hy_dtype_size(w->dtype),
+        .row_bytes = hy_dtype_row_bytes(w->dtype, w->cols),
+        .chunk_bytes = hy_dtype_row_bytes(w->dtype, CHUNK_COLS),
         .rows = w->rows,
         .cols = w->cols,
         .T = T,
     };
-    j.block_rows = (int64_t)(BLOCK_BYTES / (CHUNK_COLS * j.elem_bytes)) & ~(int64_t)3;
+    j.block_rows = (int64_t)(BLOCK_BYTES / j.chunk_bytes) & ~(int64_t)3;
     if (T == 0 || w->rows == 0)
         return;
     hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);

@@ -103,6 +103,10 @@ static void test_matmul(struct rng *r)
         check_matmul(r, all_dtypes[d], 64, 512, 1);
         check_matmul(r, all_dtypes[d], 7, 4096, 2);
     }
+    /* Q8_0: the reference dequantizes on the fly (the same d*q values as w.val) */
+    check_matmul(r, HY_DTYPE_Q8_0, 1, 32, 1);
+    check_matmul(r, HY_DTYPE_Q8_0, 13, 96, 3);
+    check_matmul(r, HY_DTYPE_Q8_0, 7, 4096, 2);
 }
 
 /* Hunyuan's inv_freq: base^(-2i/hd), base = 10000 * 1000^(hd/(hd-2)) (NTK-alpha 1000). */

@@ -88,11 +88,21 @@ static inline void tweight_make(struct tweight *tw, struct rng *r, enum hy_dtype
                                 int64_t cols, float amp)
 {
     int64_t n = rows * cols;
-    tw->buf = malloc((size_t)n * hy_dtype_size(dt) + 8);
+    tw->buf = malloc((size_t)rows * hy_dtype_row_bytes(dt, cols) + 8);
     tw->val = fmalloc(n);
     if (!tw->buf)
         abort();
     tw->w = (struct hy_weight){dt, rows, cols, tw->buf + 1};
+    if (dt == HY_DTYPE_Q8_0) { /* random rows, quantized; val holds the dequantized values */
+        size_t rb = hy_dtype_row_bytes(dt, cols);
+        for (int64_t i = 0; i < n; i++)
+            tw->val[i] = rng_float(r, amp);
+        for (int64_t o = 0; o < rows; o++) {
+            hy_q8_0_quantize_row(tw->buf + 1 + o * rb, tw->val + o * cols, cols);
+            hy_q8_0_dequantize_row(tw->val + o * cols, tw->buf + 1 + o * rb, cols);
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         tweight_set(tw, i, rng_float(r, amp));
 }

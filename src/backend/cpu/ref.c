@@ -25,6 +25,13 @@ static float weight_at(const struct hy_weight *w, int64_t i)
     case HY_DTYPE_BF16:
         memcpy(&h, p + i * 2, 2);
         return hy_bf16_to_f32(h);
+    case HY_DTYPE_Q8_0: { /* element i of a row-major matrix whose rows are whole blocks */
+        const unsigned char *b = p + (i / HY_Q8_0_BLOCK) * sizeof(struct hy_q8_0_block);
+        int8_t q;
+        memcpy(&h, b, 2);
+        memcpy(&q, b + 2 + i % HY_Q8_0_BLOCK, 1);
+        return hy_f16_to_f32(h) * (float)q;
+    }
     default: break;
     }
     HY_ASSERT(!"unknown weight dtype");
