@@ -92,3 +92,7 @@ add_test(NAME server_openai_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/ope
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa ${CMAKE_SOURCE_DIR}
   ${CMAKE_BINARY_DIR}/npm-openai)
 set_tests_properties(server_test server_openai_test PROPERTIES LABELS server TIMEOUT 300)
+
+# Load-time Q8_0 quantization vs the stored weights on the tiny checkpoints (logit cosine,
+# top-1 agreement): label model
+hy_add_test(q8_accuracy_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/quant/q8_accuracy_test.c)

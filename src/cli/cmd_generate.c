@@ -40,11 +40,13 @@ static const struct cli_cmd cmd = {
     "  -t, --threads N       CPU threads (default: all online CPUs)\n"
     "  --device D            cpu (default, for parity checks), cuda (GPU 0; needs a build\n"
     "                        with the CUDA backend) or auto\n"
+    "  --quant q8            quantize the projection weights to int8 (Q8_0) at load\n"
+    "                        (CPU only)\n"
     "  -h, --help            this text\n",
 };
 
 struct gen_opts {
-    const char *model, *ids, *prompt, *dump, *device;
+    const char *model, *ids, *prompt, *dump, *device, *quant;
     int64_t n, seed, threads;
     double temp;
     bool ignore_eos, text;
@@ -152,7 +154,9 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     char desc[320];
     hy_status s = hy_backend_open(&be, o->device ? o->device : "cpu", (int)o->threads, &err);
     if (!s)
-        s = hy_model_load(&m, o->model, be, &err);
+        s = hy_model_load_opts(&m, o->model, be,
+                               &(struct hy_model_opts){o->quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
+                               &err);
     if (!s)
         s = hy_ctx_create(&c, m, n_prompt + (int)o->n, n_prompt, &err);
     if (s) {
@@ -239,6 +243,7 @@ int cmd_generate(int argc, char **argv)
         {"dump-logits", CLI_STR, &o.dump, 0, 0, false},
         {"t|threads", CLI_INT, &o.threads, 1, 256, false},
         {"device", CLI_STR, &o.device, 0, 0, false},
+        {"quant", CLI_STR, &o.quant, 0, 0, false},
     };
     const char *pos[1];
     int n_pos;
@@ -251,6 +256,8 @@ int cmd_generate(int argc, char **argv)
         return cli_fail(&cmd, "-n N is required");
     if (o.device && !hy_backend_name_valid(o.device))
         return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o.device);
+    if (o.quant && strcmp(o.quant, "q8") != 0)
+        return cli_fail(&cmd, "--quant must be q8, not '%s'", o.quant);
     if (!o.ids == !o.prompt)
         return cli_fail(&cmd, "give the prompt with either --ids 1,2,3 or --prompt TEXT");
     int32_t *prompt = malloc(GEN_MAX_IDS * sizeof *prompt);

@@ -47,6 +47,7 @@ struct hy_model {
     bool lm_head_stored;             /* tied config and lm_head.weight stored anyway */
     bool lm_head_equal;              /* ... equal to embed_tokens bit for bit (then unused) */
     bool weights_uploaded;           /* weights copied by be->i->weight_upload (freed here) */
+    bool weights_quantized;          /* projections quantized into backend memory (freed here) */
     int64_t n_params;                /* parameters used by the forward pass */
 };
 
@@ -110,6 +111,17 @@ struct hy_ctx {
 
 hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
                         struct hy_err *err);
+
+/* Load options. A zeroed struct loads the weights as stored (hy_model_load). */
+struct hy_model_opts {
+    /* HY_DTYPE_Q8_0: every 2-D projection (q/k/v/o, gate/up/down) is quantized at load into
+     * backend memory (embeddings, lm_head and norms stay as stored); their in-features must
+     * be multiples of 32. CPU backends only for now: refused on a backend with
+     * weight_upload (CUDA). 0 (HY_DTYPE_F32): as stored; other values are refused. */
+    enum hy_dtype quant;
+};
+hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_backend *be,
+                             const struct hy_model_opts *opts, struct hy_err *err);
 void hy_model_destroy(struct hy_model *m); /* accepts NULL */
 
 hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, int n_blocks,

@@ -163,6 +163,88 @@ static void free_weights(struct hy_model *m)
     free(ws);
 }
 
+/* The 2-D projections of every layer (7 a layer). */
+static int projections(struct hy_model *m, struct hy_weight **ws, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        struct hy_layer_weights *l = &m->layers[i];
+        struct hy_weight *lw[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (size_t k = 0; k < sizeof lw / sizeof lw[0]; k++) {
+            HY_ASSERT(n < cap);
+            ws[n++] = lw[k];
+        }
+    }
+    return n;
+}
+
+static void free_quantized(struct hy_model *m)
+{
+    int cap = 7 * (int)m->cfg.num_hidden_layers;
+    struct hy_weight **ws = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *ws);
+    HY_ASSERT(ws);
+    int n = projections(m, ws, cap);
+    for (int i = 0; i < n; i++)
+        if (ws[i]->dtype == HY_DTYPE_Q8_0)
+            m->be->i->free(m->be, (void *)ws[i]->data);
+    free(ws);
+}
+
+/* Quantizes every projection to Q8_0 in backend memory (host memory: CPU backends only).
+ * On failure the weights quantized so far stay set and are freed by hy_model_destroy. */
+static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
+{
+    struct hy_backend *be = m->be;
+    if (quant == HY_DTYPE_F32)
+        return HY_OK;
+    if (quant != HY_DTYPE_Q8_0)
+        return hy_err_set(err, HY_E_INVAL, "load-time quantization to %s is not supported "
+                          "(Q8_0 is)", hy_dtype_name(quant));
+    if (be->i->weight_upload)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 weights are not supported on the %s "
+                          "backend yet (CPU only)", be->i->name);
+    int cap = 7 * (int)m->cfg.num_hidden_layers;
+    struct hy_weight **ws = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *ws);
+    if (!ws)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    int n = projections(m, ws, cap);
+    hy_status s = HY_OK;
+    for (int i = 0; i < n && !s; i++)
+        if (ws[i]->cols % HY_Q8_0_BLOCK)
+            s = hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 needs in-features that are multiples "
+                           "of %d; a projection has %lld", HY_Q8_0_BLOCK, (long long)ws[i]->cols);
+    float *row = NULL;
+    if (!s) {
+        int64_t maxc = 0;
+        for (int i = 0; i < n; i++)
+            maxc = ws[i]->cols > maxc ? ws[i]->cols : maxc;
+        row = malloc((size_t)(maxc > 0 ? maxc : 1) * sizeof *row);
+        if (!row)
+            s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+    }
+    m->weights_quantized = true;
+    for (int i = 0; i < n && !s; i++) {
+        struct hy_weight *w = ws[i];
+        size_t rb = hy_dtype_row_bytes(HY_DTYPE_Q8_0, w->cols);
+        size_t src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
+        unsigned char *q = be->i->alloc(be, rb * (size_t)w->rows);
+        if (!q) {
+            s = hy_err_set(err, HY_E_NOMEM, "out of backend memory for Q8_0 weights");
+            break;
+        }
+        for (int64_t r = 0; r < w->rows; r++) {
+            hy_dtype_to_f32(row, (const unsigned char *)w->data + (size_t)r * src_rb, w->dtype,
+                            (size_t)w->cols);
+            hy_q8_0_quantize_row(q + (size_t)r * rb, row, w->cols);
+        }
+        w->dtype = HY_DTYPE_Q8_0;
+        w->data = q;
+    }
+    free(row);
+    free(ws);
+    return s;
+}
+
 static hy_status bind_all(struct hy_model *m, struct hy_err *err)
 {
     const struct hy_config *c = &m->cfg;
@@ -205,6 +287,13 @@ static hy_status bind_all(struct hy_model *m, struct hy_err *err)
 hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
                         struct hy_err *err)
 {
+    return hy_model_load_opts(out, dir, be, NULL, err);
+}
+
+hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_backend *be,
+                             const struct hy_model_opts *opts, struct hy_err *err)
+{
+    enum hy_dtype quant = opts ? opts->quant : HY_DTYPE_F32;
     *out = NULL;
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -221,6 +310,8 @@ hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backen
         s = hy_st_open(&m->st, dir, err);
     if (!s)
         s = bind_all(m, err);
+    if (!s)
+        s = quantize_weights(m, quant, err);
     if (!s)
         s = upload_weights(m, err);
     if (!s) {
@@ -249,6 +340,8 @@ void hy_model_destroy(struct hy_model *m)
         m->be->i->free(m->be, m->inv_freq);
     if (m->weights_uploaded)
         free_weights(m);
+    if (m->weights_quantized)
+        free_quantized(m);
     free(m->layers);
     hy_st_close(m->st);
     free(m);
