@@ -96,6 +96,11 @@ expect 2 "generate -n abc" -- "$HYMT" generate -m "$M" --ids 1 -n abc
 one_line "generate -n abc"
 expect 2 "generate bad ids" -- "$HYMT" generate -m "$M" --ids 1,,2 -n 1
 expect 2 "generate negative temp" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --temp -1
+expect 0 "generate --quant q8" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 --ignore-eos --quant q8
+checks=$((checks + 1))
+[ "$(wc -w <"$TMP/out")" = 5 ] || { fails=$((fails+1)); echo "FAIL: generate --quant q8 printed: $(cat "$TMP/out")"; }
+expect 2 "generate --quant q4" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --quant q4
+one_line "generate --quant q4"
 expect 1 "generate --prompt without a tokenizer" -- "$HYMT" generate -m "$M" --prompt hi -n 1
 one_line "generate --prompt without a tokenizer"
 contains "$TMP/err" "tokenizer.json" "names the missing tokenizer"
