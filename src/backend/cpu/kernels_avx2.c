@@ -24,7 +24,7 @@ INL __m256 load8(const unsigned char *w, int64_t c, enum hy_dtype dt)
         memcpy(&d, b, 2);
         __m128i q = _mm_loadl_epi64((const void *)(b + 2 + c % HY_Q8_0_BLOCK));
         return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
-                             _mm256_set1_ps(hy_f16_to_f32(d)));
+                             _mm256_set1_ps(_cvtsh_ss(d)));
     }
     __m128i h = _mm_loadu_si128((const void *)(w + 2 * c));
     if (dt == HY_DTYPE_BF16)

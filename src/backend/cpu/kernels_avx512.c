@@ -22,7 +22,7 @@ INL __m512 load16(const unsigned char *w, int64_t c, enum hy_dtype dt)
         memcpy(&d, b, 2);
         __m128i q = _mm_loadu_si128((const void *)(b + 2 + c % HY_Q8_0_BLOCK));
         return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)),
-                             _mm512_set1_ps(hy_f16_to_f32(d)));
+                             _mm512_set1_ps(_cvtsh_ss(d)));
     }
     __m256i h = _mm256_loadu_si256((const void *)(w + 2 * c));
     if (dt == HY_DTYPE_BF16)
