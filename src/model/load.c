@@ -4,6 +4,7 @@
 #include "model/hunyuan.h"
 
 #include "core/log.h"
+#include "core/threads.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,8 +191,29 @@ static void free_quantized(struct hy_model *m)
     free(ws);
 }
 
-/* Quantizes every projection to Q8_0 in backend memory (host memory: CPU backends only).
- * On failure the weights quantized so far stay set and are freed by hy_model_destroy. */
+struct quant_job {
+    const struct hy_weight *src;
+    unsigned char *dst;
+    size_t rb, src_rb;
+    float *rows; /* [threads, cols] scratch */
+};
+
+static void quant_rows(void *ctx, int64_t r0, int64_t r1, int tid)
+{
+    const struct quant_job *j = ctx;
+    const struct hy_weight *w = j->src;
+    float *row = j->rows + (size_t)tid * (size_t)w->cols;
+    for (int64_t r = r0; r < r1; r++) {
+        hy_dtype_to_f32(row, (const unsigned char *)w->data + (size_t)r * j->src_rb, w->dtype,
+                        (size_t)w->cols);
+        hy_q8_0_quantize_row(j->dst + (size_t)r * j->rb, row, w->cols);
+    }
+}
+
+/* Quantizes every projection to Q8_0 in backend memory (host memory: CPU backends only),
+ * rows split over a temporary pool of all online CPUs (each row is quantized alone, so the
+ * result does not depend on the split). On failure the weights quantized so far stay set
+ * and are freed by hy_model_destroy. */
 static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
 {
     struct hy_backend *be = m->be;
@@ -213,34 +235,35 @@ static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struc
         if (ws[i]->cols % HY_Q8_0_BLOCK)
             s = hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 needs in-features that are multiples "
                            "of %d; a projection has %lld", HY_Q8_0_BLOCK, (long long)ws[i]->cols);
-    float *row = NULL;
+    struct hy_pool *pool = NULL;
+    if (!s && hy_pool_create(&pool, 0, err) != HY_OK)
+        pool = NULL; /* quantize on this thread alone */
+    struct quant_job j = {0};
     if (!s) {
         int64_t maxc = 0;
         for (int i = 0; i < n; i++)
             maxc = ws[i]->cols > maxc ? ws[i]->cols : maxc;
-        row = malloc((size_t)(maxc > 0 ? maxc : 1) * sizeof *row);
-        if (!row)
+        j.rows = malloc((size_t)hy_pool_size(pool) * (size_t)(maxc > 0 ? maxc : 1) * sizeof(float));
+        if (!j.rows)
             s = hy_err_set(err, HY_E_NOMEM, "out of memory");
     }
     m->weights_quantized = true;
     for (int i = 0; i < n && !s; i++) {
         struct hy_weight *w = ws[i];
-        size_t rb = hy_dtype_row_bytes(HY_DTYPE_Q8_0, w->cols);
-        size_t src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
-        unsigned char *q = be->i->alloc(be, rb * (size_t)w->rows);
-        if (!q) {
+        j.src = w;
+        j.rb = hy_dtype_row_bytes(HY_DTYPE_Q8_0, w->cols);
+        j.src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
+        j.dst = be->i->alloc(be, j.rb * (size_t)w->rows);
+        if (!j.dst) {
             s = hy_err_set(err, HY_E_NOMEM, "out of backend memory for Q8_0 weights");
             break;
         }
-        for (int64_t r = 0; r < w->rows; r++) {
-            hy_dtype_to_f32(row, (const unsigned char *)w->data + (size_t)r * src_rb, w->dtype,
-                            (size_t)w->cols);
-            hy_q8_0_quantize_row(q + (size_t)r * rb, row, w->cols);
-        }
+        hy_pool_for(pool, w->rows, 16, quant_rows, &j);
         w->dtype = HY_DTYPE_Q8_0;
-        w->data = q;
+        w->data = j.dst;
     }
-    free(row);
+    hy_pool_destroy(pool);
+    free(j.rows);
     free(ws);
     return s;
 }
