@@ -88,7 +88,8 @@ static void check_model(struct hy_backend *be, const char *name)
           q8.m->lm_head.dtype == ref.m->lm_head.dtype &&
           l->attn_norm.dtype == ref.m->layers[0].attn_norm.dtype);
     const int64_t V = ref.m->cfg.vocab_size;
-    float *a = malloc((size_t)(N_PROMPT * V) * sizeof *a), *b = malloc((size_t)(N_PROMPT * V) * sizeof *b);
+    float *a = malloc((size_t)(N_PROMPT * V) * sizeof *a),
+          *b = malloc((size_t)(N_PROMPT * V) * sizeof *b);
     if (!a || !b)
         abort();
     CHECK(hy_model_forward(ref.c, ids, N_PROMPT, true, a, &err) == HY_OK);
@@ -113,11 +114,13 @@ static void check_model(struct hy_backend *be, const char *name)
         ties += near_tie;
         if (near_tie)
             printf("%s position %d: near tie, top-1 %lld (stored) vs %lld (q8), stored gap "
-                   "%.4g of max |logit| %.4g, max |dlogit| %.4g\n", name, p, (long long)ta,
-                   (long long)tb, (double)(la[ta] - la[tb]), lmax, dmax);
-        CHECKF(ta == tb || near_tie, "%s position %d: top-1 %lld (stored) vs %lld (q8); stored gap %.4g, "
-               "max |dlogit| %.4g, max logit %.4g", name, p, (long long)ta, (long long)tb,
-               (double)(la[ta] - la[tb]), dmax, (double)la[ta]);
+                   "%.4g of max |logit| %.4g, max |dlogit| %.4g\n",
+                   name, p, (long long)ta, (long long)tb, (double)(la[ta] - la[tb]), lmax, dmax);
+        CHECKF(ta == tb || near_tie,
+               "%s position %d: top-1 %lld (stored) vs %lld (q8); stored gap %.4g, "
+               "max |dlogit| %.4g, max logit %.4g",
+               name, p, (long long)ta, (long long)tb, (double)(la[ta] - la[tb]), dmax,
+               (double)la[ta]);
         if (p >= N_PROMPT - 1 && p < N_PROMPT + N_STEPS - 1) { /* next greedy step */
             own_agree &= ta == tb;
             int32_t id = (int32_t)ta;
