@@ -132,17 +132,23 @@ INL void tile_gen(float *y, int64_t ys, const float *x, int64_t xs, const void *
         for (int i = 0; i < 4; i++)
             acc[t][i] = _mm512_setzero_ps();
     int64_t c = 0;
-    for (; c + 16 <= n; c += 16) {
-        __m512 wv[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++)
-            wv[i] = load16(wr[i], c, dt);
-#pragma GCC unroll 4
-        for (int t = 0; t < 4; t++) {
-            __m512 xv = _mm512_loadu_ps(x + t * xs + c);
+    /* Q8_0: a whole block (two vectors) a step, so that the compiler converts each row's
+     * block scale once, not once a vector */
+    const int step = dt == HY_DTYPE_Q8_0 ? 32 : 16;
+    for (; c + step <= n; c += step) {
+#pragma GCC unroll 2
+        for (int h = 0; h < step; h += 16) {
+            __m512 wv[4];
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++)
-                acc[t][i] = _mm512_fmadd_ps(wv[i], xv, acc[t][i]);
+                wv[i] = load16(wr[i], c + h, dt);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                __m512 xv = _mm512_loadu_ps(x + t * xs + c + h);
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; i++)
+                    acc[t][i] = _mm512_fmadd_ps(wv[i], xv, acc[t][i]);
+            }
         }
     }
     for (int t = 0; t < 4; t++) {
