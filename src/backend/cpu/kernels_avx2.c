@@ -130,13 +130,19 @@ INL void tile2_gen(float s[4][2], const float *x, int64_t xs, const unsigned cha
     for (int t = 0; t < 4; t++)
         acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     int64_t c = 0;
-    for (; c + 8 <= n; c += 8) {
-        __m256 v0 = load8(w0, c, dt), v1 = load8(w1, c, dt);
+    /* Q8_0: a whole block (four vectors) a step, so that the compiler converts each row's
+     * block scale once, not once a vector */
+    const int step = dt == HY_DTYPE_Q8_0 ? 32 : 8;
+    for (; c + step <= n; c += step) {
 #pragma GCC unroll 4
-        for (int t = 0; t < 4; t++) {
-            __m256 xv = _mm256_loadu_ps(x + t * xs + c);
-            acc[t][0] = _mm256_fmadd_ps(v0, xv, acc[t][0]);
-            acc[t][1] = _mm256_fmadd_ps(v1, xv, acc[t][1]);
+        for (int h = 0; h < step; h += 8) {
+            __m256 v0 = load8(w0, c + h, dt), v1 = load8(w1, c + h, dt);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                __m256 xv = _mm256_loadu_ps(x + t * xs + c + h);
+                acc[t][0] = _mm256_fmadd_ps(v0, xv, acc[t][0]);
+                acc[t][1] = _mm256_fmadd_ps(v1, xv, acc[t][1]);
+            }
         }
     }
     float h[8];

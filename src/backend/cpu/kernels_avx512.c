@@ -36,12 +36,16 @@ INL void rows4_gen(float *y, const float *x, const void *w, size_t stride, int64
     const unsigned char *w0 = w, *w1 = w0 + stride, *w2 = w1 + stride, *w3 = w2 + stride;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t c = 0;
-    for (; c + 16 <= cols; c += 16) {
-        __m512 xv = _mm512_loadu_ps(x + c);
-        a0 = _mm512_fmadd_ps(load16(w0, c, dt), xv, a0);
-        a1 = _mm512_fmadd_ps(load16(w1, c, dt), xv, a1);
-        a2 = _mm512_fmadd_ps(load16(w2, c, dt), xv, a2);
-        a3 = _mm512_fmadd_ps(load16(w3, c, dt), xv, a3);
+    const int step = dt == HY_DTYPE_Q8_0 ? 32 : 16; /* Q8_0: a block a step (see tile_gen) */
+    for (; c + step <= cols; c += step) {
+#pragma GCC unroll 2
+        for (int h = 0; h < step; h += 16) {
+            __m512 xv = _mm512_loadu_ps(x + c + h);
+            a0 = _mm512_fmadd_ps(load16(w0, c + h, dt), xv, a0);
+            a1 = _mm512_fmadd_ps(load16(w1, c + h, dt), xv, a1);
+            a2 = _mm512_fmadd_ps(load16(w2, c + h, dt), xv, a2);
+            a3 = _mm512_fmadd_ps(load16(w3, c + h, dt), xv, a3);
+        }
     }
     float s0 = _mm512_reduce_add_ps(a0), s1 = _mm512_reduce_add_ps(a1);
     float s2 = _mm512_reduce_add_ps(a2), s3 = _mm512_reduce_add_ps(a3);
