@@ -34,11 +34,12 @@ static const struct cli_cmd cmd = {
     "  --translate FILE         instead: translate FILE (needs MODEL/tokenizer.json) with every\n"
     "                           segment batched; prints segments/s and tokens/s\n"
     "  --to LANG                target language for --translate (default en)\n"
+    "  --quant q8               quantize the projection weights to int8 (Q8_0) at load\n"
     "  -h, --help               this text\n",
 };
 
 struct bench_opts {
-    const char *model, *batches, *device, *kv, *translate, *to;
+    const char *model, *batches, *device, *kv, *translate, *to, *quant;
     int64_t prompt_len, gen_len, mbt, threads;
 };
 
@@ -188,6 +189,7 @@ int cmd_bench(int argc, char **argv)
         {"device", CLI_STR, &o.device, 0, 0, false},
         {"translate", CLI_STR, &o.translate, 0, 0, false},
         {"to", CLI_STR, &o.to, 0, 0, false},
+        {"quant", CLI_STR, &o.quant, 0, 0, false},
     };
     const char *pos[1];
     int n_pos, batches[BENCH_MAX_BATCHES];
@@ -198,6 +200,8 @@ int cmd_bench(int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required");
     if (!hy_backend_name_valid(o.device))
         return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o.device);
+    if (o.quant && strcmp(o.quant, "q8") != 0)
+        return cli_fail(&cmd, "--quant must be q8, not '%s'", o.quant);
     int nb = parse_batches(o.batches, batches);
     if (nb <= 0)
         return cli_fail(&cmd, "--batch: expected up to %d comma-separated sizes 1..%d, got '%s'",
@@ -210,7 +214,9 @@ int cmd_bench(int argc, char **argv)
     double t0 = hy_clock_now();
     hy_status st = hy_backend_open(&be, o.device, (int)o.threads, &err);
     if (!st)
-        st = hy_model_load(&m, o.model, be, &err);
+        st = hy_model_load_opts(&m, o.model, be,
+                                &(struct hy_model_opts){o.quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
+                                &err);
     if (st) {
         fprintf(stderr, "hymt bench: %s\n", err.msg);
         if (be)

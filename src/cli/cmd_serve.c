@@ -36,6 +36,8 @@ static const struct cli_cmd cmd = {
     "  --port N                   port (default 8080; 0: any free port, logged)\n"
     "  -t, --threads N            CPU threads for the model (default: all online CPUs)\n"
     "  --device D                 auto (default: CUDA when a GPU is present), cpu or cuda\n"
+    "  --quant q8                 quantize the projection weights to int8 (Q8_0) at load\n"
+    "                             (CPU only for now)\n"
     "  --max-queue N              requests (segments) waiting in the engine; more get 429\n"
     "                             (default 1024)\n"
     "  --max-running N            sequences decoded together (default 16)\n"
@@ -54,7 +56,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct serve_opts {
-    const char *model, *host, *kv, *max_body, *api_key, *cors, *name, *device;
+    const char *model, *host, *kv, *max_body, *api_key, *cors, *name, *device, *quant;
     int64_t port, threads, max_queue, max_running, mbt, max_chars, max_conns;
     double timeout, drain;
 };
@@ -67,6 +69,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"port", CLI_INT, &o->port, 0, 65535, false},
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
         {"device", CLI_STR, &o->device, 0, 0, false},
+        {"quant", CLI_STR, &o->quant, 0, 0, false},
         {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
         {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
@@ -90,6 +93,8 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
                               "random-weight demo model");
     if (o->device && !hy_backend_name_valid(o->device))
         return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o->device);
+    if (o->quant && strcmp(o->quant, "q8") != 0)
+        return cli_fail(&cmd, "--quant must be q8, not '%s'", o->quant);
     return CLI_OK;
 }
 
@@ -141,7 +146,9 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
     if (!st) {
         char desc[320];
         HY_LOGI("serve: model runs on %s", hy_backend_describe(*be, desc, sizeof desc));
-        st = hy_model_load(m, o->model, *be, err);
+        st = hy_model_load_opts(m, o->model, *be,
+                                &(struct hy_model_opts){o->quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
+                                err);
     }
     if (!st)
         st = hy_tok_load(tok, o->model, err);

@@ -45,6 +45,8 @@ static const struct cli_cmd cmd = {
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     "  -t, --threads N            CPU threads (default: all online CPUs)\n"
     "  --device D                 auto (default: CUDA when a GPU is present), cpu or cuda\n"
+    "  --quant q8                 quantize the projection weights to int8 (Q8_0) at load\n"
+    "                             (CPU only for now)\n"
     "  -h, --help                 this text\n"
     "\n"
     "languages: zh en fr pt es ja tr ru ar ko th it de vi ms id tl hi zh-Hant pl cs nl km my\n"
@@ -52,7 +54,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *kv, *device;
+    const char *model, *to, *from, *out, *kv, *device, *quant;
     int64_t threads, top_k, seed, max_seg, max_new, max_running, mbt, max_queue;
     double temp, top_p, rep, timeout;
     bool greedy, keep_lines, replace;
@@ -203,6 +205,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
         {"device", CLI_STR, &o->device, 0, 0, false},
+        {"quant", CLI_STR, &o->quant, 0, 0, false},
     };
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], files, TR_MAX_FILES,
                       n_files);
@@ -214,6 +217,8 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         return cli_fail(&cmd, "--to LANG is required");
     if (!hy_backend_name_valid(o->device))
         return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o->device);
+    if (o->quant && strcmp(o->quant, "q8") != 0)
+        return cli_fail(&cmd, "--quant must be q8, not '%s'", o->quant);
     return CLI_OK;
 }
 
@@ -246,7 +251,9 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
         return 2;
     hy_status st = hy_backend_open(&be, o->device, (int)o->threads, &err);
     if (!st)
-        st = hy_model_load(&m, o->model, be, &err);
+        st = hy_model_load_opts(&m, o->model, be,
+                                &(struct hy_model_opts){o->quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
+                                &err);
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
     if (!st)
