@@ -1,5 +1,8 @@
 #include "cli/args.h"
 
+#include "backend/select.h"
+#include "model/hunyuan.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -165,4 +168,30 @@ int64_t cli_parse_size(const struct cli_cmd *cmd, const char *flag, const char *
         return -1;
     }
     return (int64_t)bytes;
+}
+
+int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const char *quant)
+{
+    if (device && !hy_backend_name_valid(device))
+        return cli_fail(cmd, "--device must be auto, cpu or cuda, not '%s'", device);
+    if (quant && strcmp(quant, "q8") != 0)
+        return cli_fail(cmd, "--quant must be q8, not '%s'", quant);
+    return CLI_OK;
+}
+
+hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
+                         int threads, const char *quant, struct hy_backend **be,
+                         struct hy_model **m, struct hy_err *err)
+{
+    *m = NULL;
+    hy_status st = hy_backend_open(be, device ? device : default_device, threads, err);
+    if (st)
+        return st;
+    struct hy_model_opts mo = {quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32};
+    st = hy_model_load_opts(m, dir, *be, &mo, err);
+    if (st) {
+        (*be)->i->destroy(*be);
+        *be = NULL;
+    }
+    return st;
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/status.h"
+
 enum cli_kind { CLI_INT, CLI_REAL, CLI_STR, CLI_FLAG };
 enum { CLI_OK = 0, CLI_HELP = 1, CLI_ERR = 2 };
 
@@ -38,6 +40,19 @@ int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...) __attribute__((for
  * e.g. "512M", "1.5G". -1 with a message naming `flag` on error or outside [lo, hi]. */
 int64_t cli_parse_size(const struct cli_cmd *cmd, const char *flag, const char *s, int64_t lo,
                        int64_t hi);
+
+/* Checks --device (auto|cpu|cuda; NULL is fine) and --quant (q8; NULL is fine) the way
+ * every model-running command takes them; CLI_ERR with the one-line message otherwise. */
+int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const char *quant);
+
+struct hy_backend;
+struct hy_model;
+/* Opens the backend named by device (NULL: default_device) and loads the model from dir,
+ * quantizing its projections when quant is "q8". On failure both out pointers are NULL,
+ * everything is freed and err says why. */
+hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
+                         int threads, const char *quant, struct hy_backend **be,
+                         struct hy_model **m, struct hy_err *err);
 
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);

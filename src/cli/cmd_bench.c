@@ -198,10 +198,8 @@ int cmd_bench(int argc, char **argv)
         return r == CLI_HELP ? 0 : 2;
     if (!o.model)
         return cli_fail(&cmd, "-m MODEL is required");
-    if (!hy_backend_name_valid(o.device))
-        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o.device);
-    if (o.quant && strcmp(o.quant, "q8") != 0)
-        return cli_fail(&cmd, "--quant must be q8, not '%s'", o.quant);
+    if (cli_check_device_quant(&cmd, o.device, o.quant))
+        return 2;
     int nb = parse_batches(o.batches, batches);
     if (nb <= 0)
         return cli_fail(&cmd, "--batch: expected up to %d comma-separated sizes 1..%d, got '%s'",
@@ -212,11 +210,8 @@ int cmd_bench(int argc, char **argv)
     struct hy_backend *be = NULL;
     struct hy_model *m = NULL;
     double t0 = hy_clock_now();
-    hy_status st = hy_backend_open(&be, o.device, (int)o.threads, &err);
-    if (!st)
-        st = hy_model_load_opts(&m, o.model, be,
-                                &(struct hy_model_opts){o.quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
-                                &err);
+    hy_status st = cli_load_model(o.model, o.device, "auto", (int)o.threads, o.quant, &be, &m,
+                                  &err);
     if (st) {
         fprintf(stderr, "hymt bench: %s\n", err.msg);
         if (be)

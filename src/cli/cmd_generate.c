@@ -152,11 +152,8 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     int rc = 1;
     double t_load = hy_clock_now();
     char desc[320];
-    hy_status s = hy_backend_open(&be, o->device ? o->device : "cpu", (int)o->threads, &err);
-    if (!s)
-        s = hy_model_load_opts(&m, o->model, be,
-                               &(struct hy_model_opts){o->quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
-                               &err);
+    hy_status s = cli_load_model(o->model, o->device, "cpu", (int)o->threads, o->quant, &be, &m,
+                                 &err);
     if (!s)
         s = hy_ctx_create(&c, m, n_prompt + (int)o->n, n_prompt, &err);
     if (s) {
@@ -254,10 +251,8 @@ int cmd_generate(int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required");
     if (o.n < 0)
         return cli_fail(&cmd, "-n N is required");
-    if (o.device && !hy_backend_name_valid(o.device))
-        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o.device);
-    if (o.quant && strcmp(o.quant, "q8") != 0)
-        return cli_fail(&cmd, "--quant must be q8, not '%s'", o.quant);
+    if (cli_check_device_quant(&cmd, o.device, o.quant))
+        return 2;
     if (!o.ids == !o.prompt)
         return cli_fail(&cmd, "give the prompt with either --ids 1,2,3 or --prompt TEXT");
     int32_t *prompt = malloc(GEN_MAX_IDS * sizeof *prompt);

@@ -91,11 +91,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required: a checkpoint folder such as "
                               "/path/to/Hunyuan-MT-7B, or run `make serve` for the "
                               "random-weight demo model");
-    if (o->device && !hy_backend_name_valid(o->device))
-        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o->device);
-    if (o->quant && strcmp(o->quant, "q8") != 0)
-        return cli_fail(&cmd, "--quant must be q8, not '%s'", o->quant);
-    return CLI_OK;
+    return cli_check_device_quant(&cmd, o->device, o->quant);
 }
 
 /* The model's display name: --model-name, else the folder's last component. */
@@ -142,13 +138,11 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
                       struct hy_backend **be, struct hy_model **m, struct hy_tok **tok,
                       struct hy_engine **e, struct hy_err *err)
 {
-    hy_status st = hy_backend_open(be, o->device ? o->device : "auto", (int)o->threads, err);
+    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant, be, m,
+                                  err);
     if (!st) {
         char desc[320];
         HY_LOGI("serve: model runs on %s", hy_backend_describe(*be, desc, sizeof desc));
-        st = hy_model_load_opts(m, o->model, *be,
-                                &(struct hy_model_opts){o->quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
-                                err);
     }
     if (!st)
         st = hy_tok_load(tok, o->model, err);

@@ -215,11 +215,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         return cli_fail(&cmd, "-m MODEL is required");
     if (!o->to)
         return cli_fail(&cmd, "--to LANG is required");
-    if (!hy_backend_name_valid(o->device))
-        return cli_fail(&cmd, "--device must be auto, cpu or cuda, not '%s'", o->device);
-    if (o->quant && strcmp(o->quant, "q8") != 0)
-        return cli_fail(&cmd, "--quant must be q8, not '%s'", o->quant);
-    return CLI_OK;
+    return cli_check_device_quant(&cmd, o->device, o->quant);
 }
 
 /* Resolves a language name; on failure prints the valid codes. */
@@ -249,11 +245,8 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
         ep.max_batch_tokens = (int)o->mbt;
     if (o->kv && (ep.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)) < 0)
         return 2;
-    hy_status st = hy_backend_open(&be, o->device, (int)o->threads, &err);
-    if (!st)
-        st = hy_model_load_opts(&m, o->model, be,
-                                &(struct hy_model_opts){o->quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32},
-                                &err);
+    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant, &be, &m,
+                                  &err);
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
     if (!st)
