@@ -294,19 +294,7 @@ static void test_elementwise(struct hy_backend *be, struct rng *r)
 /* alloc is 64-byte aligned for any size; upload/download copy. */
 static void test_memory(struct hy_backend *be)
 {
-    static const size_t sizes[] = {0, 1, 63, 64, 100, 1 << 20};
-    for (int s = 0; s < 6; s++) {
-        unsigned char *p = be->i->alloc(be, sizes[s]);
-        CHECK(p != NULL && ((uintptr_t)p & 63) == 0);
-        if (p && sizes[s] >= 4) {
-            const char src[4] = "abc";
-            char dst[4];
-            be->i->upload(be, p, src, 4);
-            be->i->download(be, dst, p, 4);
-            CHECK(memcmp(dst, "abc", 4) == 0);
-        }
-        be->i->free(be, p);
-    }
+    check_backend_memory(be, 64);
 }
 
 /* Results are the same bit for bit for 1, 2 and 3 threads (cpu.h promises it; the model's

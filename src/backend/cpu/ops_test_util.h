@@ -186,4 +186,23 @@ static inline void paged_from_contig(struct rng *r, const float *kc, const float
     }
 }
 
+/* A backend's memory: alloc returns `align`-byte aligned blocks for any size (0 too),
+ * and upload/download copy bytes both ways. Shared by the CPU and CUDA op tests. */
+static inline void check_backend_memory(struct hy_backend *be, uintptr_t align)
+{
+    static const size_t sizes[] = {0, 1, 63, 64, 100, 1 << 20};
+    for (int s = 0; s < 6; s++) {
+        unsigned char *p = be->i->alloc(be, sizes[s]);
+        CHECK(p != NULL && ((uintptr_t)p & (align - 1)) == 0);
+        if (p && sizes[s] >= 4) {
+            const char src[4] = "abc";
+            char dst[4];
+            be->i->upload(be, p, src, 4);
+            be->i->download(be, dst, p, 4);
+            CHECK(memcmp(dst, "abc", 4) == 0);
+        }
+        be->i->free(be, p);
+    }
+}
+
 #endif
