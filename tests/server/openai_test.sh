@@ -11,8 +11,8 @@ NPM_DIR=$4
 OPENAI_PKG=openai@4.95.0
 export NO_PROXY='*' no_proxy='*'
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    echo "openai_test: node/npm not installed (scripts/deps.sh installs them): skipped"
-    exit 77
+    echo "openai_test: FAIL: node/npm not installed (scripts/deps.sh installs them)"
+    exit 1
 fi
 if [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
     mkdir -p "$NPM_DIR"
