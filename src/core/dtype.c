@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include "core/fp8.h"
 #include "core/status.h"
 
 #include <math.h>
@@ -11,6 +12,7 @@ size_t hy_dtype_size(enum hy_dtype t)
     case HY_DTYPE_F16: return 2;
     case HY_DTYPE_BF16: return 2;
     case HY_DTYPE_Q8_0: return sizeof(struct hy_q8_0_block);
+    case HY_DTYPE_F8_E4M3: return 1;
     default: break;
     }
     HY_ASSERT(!"unknown dtype");
@@ -73,6 +75,7 @@ const char *hy_dtype_name(enum hy_dtype t)
     case HY_DTYPE_F16: return "F16";
     case HY_DTYPE_BF16: return "BF16";
     case HY_DTYPE_Q8_0: return "Q8_0";
+    case HY_DTYPE_F8_E4M3: return "F8_E4M3";
     default: break;
     }
     return "?";
@@ -86,6 +89,8 @@ int hy_dtype_parse(const char *s)
         return HY_DTYPE_F16;
     if (!strcmp(s, "BF16"))
         return HY_DTYPE_BF16;
+    if (!strcmp(s, "F8_E4M3"))
+        return HY_DTYPE_F8_E4M3;
     return -1;
 }
 
@@ -170,6 +175,9 @@ void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n)
     case HY_DTYPE_Q8_0:
         hy_q8_0_dequantize_row(dst, src, (int64_t)n);
         return;
+    case HY_DTYPE_F8_E4M3:
+        hy_fp8_e4m3_to_f32_n(dst, src, n);
+        return;
     default: break;
     }
     HY_ASSERT(!"unknown dtype");
@@ -199,6 +207,9 @@ void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n)
     }
     case HY_DTYPE_Q8_0:
         hy_q8_0_quantize_row(dst, src, (int64_t)n);
+        return;
+    case HY_DTYPE_F8_E4M3:
+        hy_fp8_e4m3_from_f32_n(dst, src, n);
         return;
     default: break;
     }

@@ -17,6 +17,9 @@ enum hy_dtype {
      * elements of a row, each an fp16 scale d and 32 int8 q; value = d * q. Never read from
      * or written to safetensors; made at load (hy_q8_0_quantize_row). */
     HY_DTYPE_Q8_0 = 3,
+    /* float8 e4m3fn (safetensors "F8_E4M3"): 1 byte, bias 7, no inf, NaN 0x7f/0xff, max 448
+     * (core/fp8.h). Read from fp8 checkpoints and dequantized at load; no matmul kernel. */
+    HY_DTYPE_F8_E4M3 = 4,
     HY_DTYPE_COUNT
 };
 
@@ -35,7 +38,7 @@ int64_t hy_dtype_block_elems(enum hy_dtype t);
 /* Bytes of a row of `cols` elements; cols must be a multiple of hy_dtype_block_elems(t)
  * (asserted: callers check and refuse first). */
 size_t hy_dtype_row_bytes(enum hy_dtype t, int64_t cols);
-/* Spelling: the safetensors one ("F32", "F16", "BF16"), or "Q8_0". */
+/* Spelling: the safetensors one ("F32", "F16", "BF16", "F8_E4M3"), or "Q8_0". */
 const char *hy_dtype_name(enum hy_dtype t);
 /* Parses the safetensors spelling; returns -1 for anything else (also "Q8_0", which no
  * safetensors file holds). */
@@ -72,7 +75,7 @@ uint16_t hy_f32_to_f16(float f);
 
 /* Converts n elements of type t at src to float32 at dst (n a multiple of 32 for Q8_0). */
 void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n);
-/* Converts n float32 values to type t at dst. */
+/* Converts n float32 values to type t at dst (F8_E4M3: saturating, see core/fp8.h). */
 void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n);
 
 #endif
