@@ -49,7 +49,7 @@ static hy_status parse_dtype(const json_t *v, enum hy_dtype *out, struct hy_err 
     /* Valid safetensors dtypes that hymt does not read: "unsupported", not "unknown". */
     static const char *const other[] = {
         "F64",  "I8",      "I16",     "I32",     "I64",     "U8",      "U16", "U32", "U64",
-        "BOOL", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",  "C64"};
+        "BOOL", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",  "C64"};
     if (!json_is_string(v))
         return hy_err_set(err, HY_E_FORMAT, "dtype must be a string, got %s", hy_json_type_name(v));
     const char *s = json_string_value(v);
@@ -61,7 +61,7 @@ static hy_status parse_dtype(const json_t *v, enum hy_dtype *out, struct hy_err 
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         if (!strcmp(s, other[i]))
             return hy_err_set(err, HY_E_UNSUPPORTED,
-                              "unsupported dtype %s (F32, F16, BF16 are read)", s);
+                              "unsupported dtype %s (F32, F16, BF16, F8_E4M3 are read)", s);
     return hy_err_set(err, HY_E_FORMAT, "unknown dtype '%.32s'", s);
 }
 

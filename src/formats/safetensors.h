@@ -4,7 +4,8 @@
  * malformed input is an error naming the file and the problem (truncated file, header length
  * beyond the file, invalid JSON header, unknown dtype, data out of bounds or overlapping,
  * shape/size mismatch, duplicate names, index naming a missing shard or tensor); nothing is
- * trusted. Dtypes read: F32, F16, BF16 (others are HY_E_UNSUPPORTED naming the dtype).
+ * trusted. Dtypes read: F32, F16, BF16, F8_E4M3 (float8 e4m3fn, the fp8 checkpoints' weights);
+ * others are HY_E_UNSUPPORTED naming the dtype.
  * Status kinds: HY_E_IO (file missing or unreadable), HY_E_FORMAT (malformed), HY_E_RANGE (over
  * one of the limits below), HY_E_UNSUPPORTED (valid but not read: dtype, more than 4 dims).
  * The index and its shards must agree exactly: a tensor in a shard but absent from the index

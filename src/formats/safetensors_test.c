@@ -1,5 +1,6 @@
 /* safetensors_test.c: write then read back (single file and shards) with random data, then
- * every malformed input the reader must reject, each crafted byte by byte. */
+ * every malformed input the reader must reject, each crafted byte by byte; F8_E4M3 tensors
+ * read and written (other fp8/fp6/fp4 dtypes stay unsupported). */
 #include "formats/safetensors.h"
 
 #include "core/json.h"
@@ -367,8 +368,14 @@ static void test_bad_files(void)
         HY_E_FORMAT, "unknown dtype 'Q9'");
     BAD("{\"a\": {\"dtype\": \"I64\", \"shape\": [1], \"data_offsets\": [0, 8]}}", UINT64_MAX, 8,
         HY_E_UNSUPPORTED, "unsupported dtype I64");
-    BAD("{\"a\": {\"dtype\": \"F8_E4M3\", \"shape\": [8], \"data_offsets\": [0, 8]}}", UINT64_MAX,
-        8, HY_E_UNSUPPORTED, "unsupported dtype F8_E4M3");
+    BAD("{\"a\": {\"dtype\": \"F8_E5M2\", \"shape\": [8], \"data_offsets\": [0, 8]}}", UINT64_MAX,
+        8, HY_E_UNSUPPORTED, "unsupported dtype F8_E5M2");
+    BAD("{\"a\": {\"dtype\": \"F8_E8M0\", \"shape\": [8], \"data_offsets\": [0, 8]}}", UINT64_MAX,
+        8, HY_E_UNSUPPORTED, "unsupported dtype F8_E8M0");
+    BAD("{\"a\": {\"dtype\": \"F8_E4M3\", \"shape\": [8], \"data_offsets\": [0, 9]}}", UINT64_MAX,
+        9, HY_E_FORMAT, "8 F8_E4M3 elements need 8");
+    BAD("{\"a\": {\"dtype\": \"f8_e4m3\", \"shape\": [8], \"data_offsets\": [0, 8]}}", UINT64_MAX,
+        8, HY_E_FORMAT, "unknown dtype 'f8_e4m3'");
     BAD("{\"a\": {\"dtype\": \"BOOL\", \"shape\": [8], \"data_offsets\": [0, 8]}}", UINT64_MAX, 8,
         HY_E_UNSUPPORTED, "unsupported dtype BOOL");
     BAD("{\"a\": {\"dtype\": \"F32\", \"shape\": 2, \"data_offsets\": [0, 8]}}", UINT64_MAX, 8,
@@ -447,6 +454,55 @@ static void test_odd_but_valid(void)
     CHECK(w && w->nbytes == 8 && !memcmp(w->data, want, 8)); /* read through memcmp/memcpy */
     CHECK(hy_st_find(st, "z")->n_elems == 0 && hy_st_find(st, "z")->nbytes == 0);
     hy_st_close(st);
+}
+
+/* F8_E4M3 (fp8 checkpoints): read in place from a crafted file (odd offset after a 1-byte
+ * tensor), and written and read back by the writer with a scale beside it. */
+static void test_fp8(void)
+{
+    char dir[128], path[256];
+    case_dir(dir, sizeof dir, "fp8");
+    snprintf(path, sizeof path, "%s/x.safetensors", dir);
+    craft(path,
+          "{\"w\": {\"dtype\": \"F8_E4M3\", \"shape\": [2, 3], \"data_offsets\": [1, 7]},"
+          " \"b\": {\"dtype\": \"F8_E4M3\", \"shape\": [], \"data_offsets\": [0, 1]},"
+          " \"s\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [7, 11]}}",
+          UINT64_MAX, 11);
+    struct hy_st *st = NULL;
+    struct hy_err e = {{0}};
+    CHECKF(hy_st_open_file(&st, path, &e) == HY_OK, "%s", e.msg);
+    if (st) {
+        const struct hy_st_tensor *w = hy_st_find(st, "w"), *b = hy_st_find(st, "b");
+        CHECK(w && w->dtype == HY_DTYPE_F8_E4M3 && w->n_dims == 2 && w->n_elems == 6 &&
+              w->nbytes == 6);
+        CHECK(b && b->dtype == HY_DTYPE_F8_E4M3 && b->n_dims == 0 && b->nbytes == 1);
+        for (int i = 0; w && i < 6; i++) /* craft's byte pattern at data offsets 1..6 */
+            CHECK(((const unsigned char *)w->data)[i] == (unsigned char)((1 + i) * 37 + 11));
+        CHECK(hy_st_find(st, "s")->dtype == HY_DTYPE_F32);
+        hy_st_close(st);
+    }
+    static const struct hy_st_wtensor ft[] = {
+        {"model.layers.0.mlp.up_proj.weight", HY_DTYPE_F8_E4M3, 2, {5, 3}},
+        {"model.layers.0.mlp.up_proj.weight_scale", HY_DTYPE_F32, 0, {0}},
+        {"model.layers.0.mlp.up_proj.input_scale", HY_DTYPE_BF16, 1, {1}},
+    };
+    struct fill_ctx c = {0, SIZE_MAX};
+    CHECKF(hy_st_write(dir, ft, 3, 0, fill, &c, &e) == HY_OK, "%s", e.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    check_header(path, "\"model.layers.0.mlp.up_proj.weight\":{\"dtype\":\"F8_E4M3\","
+                       "\"shape\":[5,3],\"data_offsets\":[0,15]}");
+    CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
+    if (st) {
+        unsigned char want[16];
+        for (size_t i = 0; i < 3; i++) {
+            const struct hy_st_tensor *t = hy_st_find(st, ft[i].name);
+            CHECK(t && t->dtype == ft[i].dtype);
+            gen(i, want, t ? t->nbytes : 0);
+            CHECK(t && t->nbytes <= sizeof want && !memcmp(t->data, want, t->nbytes));
+        }
+        CHECK(hy_st_find(st, ft[0].name)->nbytes == 15);
+        hy_st_close(st);
+    }
 }
 
 /* ---- malformed sharded checkpoints ---- */
@@ -592,6 +648,7 @@ int main(void)
     test_write_errors();
     test_bad_files();
     test_odd_but_valid();
+    test_fp8();
     test_bad_index();
     CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
     return test_result();
