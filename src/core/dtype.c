@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include "core/fp8.h"
+#include "core/quant.h"
 #include "core/status.h"
 
 #include <math.h>
@@ -13,6 +14,10 @@ size_t hy_dtype_size(enum hy_dtype t)
     case HY_DTYPE_BF16: return 2;
     case HY_DTYPE_Q8_0: return sizeof(struct hy_q8_0_block);
     case HY_DTYPE_F8_E4M3: return 1;
+    case HY_DTYPE_Q4_0: return sizeof(struct hy_q4_0_block);
+    case HY_DTYPE_Q4_K: return sizeof(struct hy_q4_k_block);
+    case HY_DTYPE_Q6_K: return sizeof(struct hy_q6_k_block);
+    case HY_DTYPE_Q4_G128: return sizeof(struct hy_q4_g128_block);
     default: break;
     }
     HY_ASSERT(!"unknown dtype");
@@ -21,7 +26,14 @@ size_t hy_dtype_size(enum hy_dtype t)
 
 int64_t hy_dtype_block_elems(enum hy_dtype t)
 {
-    return t == HY_DTYPE_Q8_0 ? HY_Q8_0_BLOCK : 1;
+    switch (t) {
+    case HY_DTYPE_Q8_0: return HY_Q8_0_BLOCK;
+    case HY_DTYPE_Q4_0: return HY_Q4_0_BLOCK;
+    case HY_DTYPE_Q4_K: return HY_QK_K;
+    case HY_DTYPE_Q6_K: return HY_QK_K;
+    case HY_DTYPE_Q4_G128: return HY_Q4_G128_BLOCK;
+    default: return 1;
+    }
 }
 
 size_t hy_dtype_row_bytes(enum hy_dtype t, int64_t cols)
@@ -76,6 +88,10 @@ const char *hy_dtype_name(enum hy_dtype t)
     case HY_DTYPE_BF16: return "BF16";
     case HY_DTYPE_Q8_0: return "Q8_0";
     case HY_DTYPE_F8_E4M3: return "F8_E4M3";
+    case HY_DTYPE_Q4_0: return "Q4_0";
+    case HY_DTYPE_Q4_K: return "Q4_K";
+    case HY_DTYPE_Q6_K: return "Q6_K";
+    case HY_DTYPE_Q4_G128: return "Q4_G128";
     default: break;
     }
     return "?";
@@ -178,6 +194,10 @@ void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n)
     case HY_DTYPE_F8_E4M3:
         hy_fp8_e4m3_to_f32_n(dst, src, n);
         return;
+    case HY_DTYPE_Q4_0: hy_q4_0_dequantize_row(dst, src, (int64_t)n); return;
+    case HY_DTYPE_Q4_K: hy_q4_k_dequantize_row(dst, src, (int64_t)n); return;
+    case HY_DTYPE_Q6_K: hy_q6_k_dequantize_row(dst, src, (int64_t)n); return;
+    case HY_DTYPE_Q4_G128: hy_q4_g128_dequantize_row(dst, src, (int64_t)n); return;
     default: break;
     }
     HY_ASSERT(!"unknown dtype");
@@ -211,6 +231,10 @@ void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n)
     case HY_DTYPE_F8_E4M3:
         hy_fp8_e4m3_from_f32_n(dst, src, n);
         return;
+    case HY_DTYPE_Q4_0: hy_q4_0_quantize_row(dst, src, (int64_t)n); return;
+    case HY_DTYPE_Q4_K: hy_q4_k_quantize_row(dst, src, (int64_t)n); return;
+    case HY_DTYPE_Q6_K: hy_q6_k_quantize_row(dst, src, (int64_t)n); return;
+    case HY_DTYPE_Q4_G128: hy_q4_g128_quantize_row(dst, src, (int64_t)n); return;
     default: break;
     }
     HY_ASSERT(!"unknown dtype");

@@ -20,6 +20,12 @@ enum hy_dtype {
     /* float8 e4m3fn (safetensors "F8_E4M3"): 1 byte, bias 7, no inf, NaN 0x7f/0xff, max 448
      * (core/fp8.h). Read from fp8 checkpoints and dequantized at load; no matmul kernel. */
     HY_DTYPE_F8_E4M3 = 4,
+    /* The 4/6-bit block types of core/quant.h: Q4_0, Q4_K and Q6_K in GGUF's layouts
+     * (exchanged with llama.cpp), Q4_G128 hymt's own (made by --quant q4, never stored). */
+    HY_DTYPE_Q4_0 = 5,
+    HY_DTYPE_Q4_K = 6,
+    HY_DTYPE_Q6_K = 7,
+    HY_DTYPE_Q4_G128 = 8,
     HY_DTYPE_COUNT
 };
 
@@ -30,15 +36,17 @@ struct hy_q8_0_block {
 };
 _Static_assert(sizeof(struct hy_q8_0_block) == 34, "Q8_0 block must be 34 bytes (GGUF layout)");
 
-/* Bytes per block of hy_dtype_block_elems(t) elements: the element size for F32/F16/BF16
- * (blocks of 1), 34 for Q8_0 (blocks of 32). */
+/* Bytes per block of hy_dtype_block_elems(t) elements: the element size for F32/F16/BF16/
+ * F8_E4M3 (blocks of 1), 34 for Q8_0 and 18 for Q4_0 (blocks of 32), 144 for Q4_K and 210
+ * for Q6_K (blocks of 256), 66 for Q4_G128 (blocks of 128). */
 size_t hy_dtype_size(enum hy_dtype t);
-/* Elements per block: 1, or HY_Q8_0_BLOCK for Q8_0. */
+/* Elements per block: 1 for the plain types, else the block size above. */
 int64_t hy_dtype_block_elems(enum hy_dtype t);
 /* Bytes of a row of `cols` elements; cols must be a multiple of hy_dtype_block_elems(t)
  * (asserted: callers check and refuse first). */
 size_t hy_dtype_row_bytes(enum hy_dtype t, int64_t cols);
-/* Spelling: the safetensors one ("F32", "F16", "BF16", "F8_E4M3"), or "Q8_0". */
+/* Spelling: the safetensors one ("F32", "F16", "BF16", "F8_E4M3"), or "Q8_0", "Q4_0",
+ * "Q4_K", "Q6_K", "Q4_G128". */
 const char *hy_dtype_name(enum hy_dtype t);
 /* Parses the safetensors spelling; returns -1 for anything else (also "Q8_0", which no
  * safetensors file holds). */
@@ -73,7 +81,7 @@ static inline uint16_t hy_f32_to_bf16(float f)
 float hy_f16_to_f32(uint16_t h);
 uint16_t hy_f32_to_f16(float f);
 
-/* Converts n elements of type t at src to float32 at dst (n a multiple of 32 for Q8_0). */
+/* Converts n elements of type t at src to float32 at dst (n a multiple of the block). */
 void hy_dtype_to_f32(float *dst, const void *src, enum hy_dtype t, size_t n);
 /* Converts n float32 values to type t at dst (F8_E4M3: saturating, see core/fp8.h). */
 void hy_dtype_from_f32(void *dst, const float *src, enum hy_dtype t, size_t n);
