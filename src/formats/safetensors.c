@@ -32,6 +32,10 @@ struct hy_st {
     struct hy_st_tensor *tensors; /* file by file; by data offset within a file */
     size_t n_tensors, cap_tensors;
     const struct hy_st_tensor **by_name; /* sorted by name, for hy_st_find */
+    struct hy_st_tensor *virt;           /* hy_st_put's tensors, sorted by name */
+    size_t n_virt, cap_virt;
+    void **owned;                        /* buffers freed by hy_st_close */
+    size_t n_owned, cap_owned;
 };
 
 /* ---- one file ---- */
@@ -270,6 +274,8 @@ static hy_status parse_file(struct hy_st *st, int fi, struct hy_err *err)
 }
 
 /* ---- the set ---- */
+
+static int cmp_key_tensor(const void *key, const void *elem);
 
 static int cmp_name_ptr(const void *a, const void *b)
 {
@@ -528,6 +534,10 @@ void hy_st_close(struct hy_st *st)
     free(st->files);
     free(st->tensors);
     free(st->by_name);
+    for (size_t i = 0; i < st->n_owned; i++)
+        free(st->owned[i]);
+    free(st->owned);
+    free(st->virt);
     free(st);
 }
 
@@ -544,9 +554,13 @@ const struct hy_st_tensor *hy_st_at(const struct hy_st *st, size_t i)
 
 const struct hy_st_tensor *hy_st_find(const struct hy_st *st, const char *name)
 {
-    const struct hy_st_tensor *const *p =
-        bsearch(name, st->by_name, st->n_tensors, sizeof *st->by_name, cmp_key_name);
-    return p ? *p : NULL;
+    if (st->n_virt) {
+        const struct hy_st_tensor *v =
+            bsearch(name, st->virt, st->n_virt, sizeof *st->virt, cmp_key_tensor);
+        if (v)
+            return v;
+    }
+    return hy_st_find_stored(st, name);
 }
 
 const char *hy_st_file_path(const struct hy_st *st, int file)
@@ -558,4 +572,106 @@ const char *hy_st_file_path(const struct hy_st *st, int file)
 int hy_st_file_count(const struct hy_st *st)
 {
     return st->n_files;
+}
+
+/* ---- in-memory tensors ---- */
+
+static hy_status set_shape(struct hy_st_tensor *t, enum hy_dtype dtype, int n_dims,
+                           const int64_t *shape, const void *data, struct hy_err *err)
+{
+    if (n_dims < 0 || n_dims > HY_ST_MAX_DIMS || (int)dtype < 0 || dtype >= HY_DTYPE_COUNT)
+        return hy_err_set(err, HY_E_INVAL, "tensor '" MSG_NAME "': bad dtype or %d dims",
+                          t->name, n_dims);
+    int64_t n = 1;
+    for (int d = 0; d < n_dims; d++) {
+        if (shape[d] < 0 || (shape[d] && n > INT64_MAX / 64 / shape[d]))
+            return hy_err_set(err, HY_E_INVAL, "tensor '" MSG_NAME "': bad shape", t->name);
+        n *= shape[d];
+    }
+    if (n % hy_dtype_block_elems(dtype))
+        return hy_err_set(err, HY_E_INVAL, "tensor '" MSG_NAME "': %lld elements are not whole "
+                          "%s blocks", t->name, (long long)n, hy_dtype_name(dtype));
+    t->dtype = dtype;
+    t->n_dims = n_dims;
+    memset(t->shape, 0, sizeof t->shape);
+    if (n_dims)
+        memcpy(t->shape, shape, (size_t)n_dims * sizeof *shape);
+    t->n_elems = n;
+    t->nbytes = (size_t)(n / hy_dtype_block_elems(dtype)) * hy_dtype_size(dtype);
+    t->data = data;
+    return HY_OK;
+}
+
+static int cmp_key_tensor(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct hy_st_tensor *)elem)->name);
+}
+
+hy_status hy_st_put(struct hy_st *st, const char *name, int file, enum hy_dtype dtype, int n_dims,
+                    const int64_t *shape, void *data, bool owned, struct hy_err *err)
+{
+    struct hy_st_tensor t;
+    memset(&t, 0, sizeof t);
+    size_t len = strlen(name);
+    hy_status s = HY_OK;
+    if (len >= HY_ST_MAX_NAME || file < 0 || file >= st->n_files)
+        s = hy_err_set(err, HY_E_INVAL, "cannot put tensor '" MSG_NAME "': name too long or bad "
+                       "file", name);
+    if (!s) {
+        memcpy(t.name, name, len + 1);
+        t.file = file;
+        s = set_shape(&t, dtype, n_dims, shape, data, err);
+    }
+    if (!s && owned && st->n_owned == st->cap_owned) {
+        size_t cap = st->cap_owned ? 2 * st->cap_owned : 16;
+        void **p = realloc(st->owned, cap * sizeof *p);
+        if (!p)
+            s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+        else {
+            st->owned = p;
+            st->cap_owned = cap;
+        }
+    }
+    if (!s && st->n_virt == st->cap_virt) {
+        size_t cap = st->cap_virt ? 2 * st->cap_virt : 16;
+        struct hy_st_tensor *p = realloc(st->virt, cap * sizeof *p);
+        if (!p)
+            s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+        else {
+            st->virt = p;
+            st->cap_virt = cap;
+        }
+    }
+    if (s) {
+        if (owned)
+            free(data);
+        return s;
+    }
+    if (owned)
+        st->owned[st->n_owned++] = data;
+    /* sorted insert, or replace an earlier put of the same name */
+    size_t lo = 0, hi = st->n_virt;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(name, st->virt[mid].name);
+        if (c == 0) {
+            st->virt[mid] = t;
+            return HY_OK;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    memmove(st->virt + lo + 1, st->virt + lo, (st->n_virt - lo) * sizeof *st->virt);
+    st->virt[lo] = t;
+    st->n_virt++;
+    return HY_OK;
+}
+
+const struct hy_st_tensor *hy_st_find_stored(const struct hy_st *st, const char *name)
+{
+    const struct hy_st_tensor *const *p =
+        bsearch(name, st->by_name, st->n_tensors, sizeof *st->by_name, cmp_key_name);
+    return p ? *p : NULL;
 }

@@ -22,6 +22,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,11 +56,26 @@ void hy_st_close(struct hy_st *st); /* accepts NULL */
  * offset within a file. */
 size_t hy_st_count(const struct hy_st *st);
 const struct hy_st_tensor *hy_st_at(const struct hy_st *st, size_t i); /* i < count */
-/* NULL when absent. */
+/* NULL when absent. A tensor put with hy_st_put is returned in place of the stored one. */
 const struct hy_st_tensor *hy_st_find(const struct hy_st *st, const char *name);
 /* Path of shard file i, 0 <= i < hy_st_file_count (for messages). */
 const char *hy_st_file_path(const struct hy_st *st, int file);
 int hy_st_file_count(const struct hy_st *st);
+
+/* ---- in-memory tensors, for loaders that turn stored tensors into others (fp8 and GPTQ
+ * checkpoints dequantized at load, model/load_quant.c). Not thread-safe: put before the set
+ * is shared. ---- */
+
+/* Adds an in-memory tensor that hy_st_find returns in place of a stored one of the same
+ * name (or a later put of the name replaces an earlier one). hy_st_count / hy_st_at /
+ * hy_st_find_stored keep describing the files. `file` attributes it to a shard in
+ * messages. owned: data was malloc'ed and hy_st_close frees it (also when the put fails);
+ * else the caller keeps it alive while the set is used. HY_E_INVAL for a long name, bad
+ * file or shape. Pointers from earlier hy_st_find calls on put tensors become invalid. */
+hy_status hy_st_put(struct hy_st *st, const char *name, int file, enum hy_dtype dtype, int n_dims,
+                    const int64_t *shape, void *data, bool owned, struct hy_err *err);
+/* The tensor as the files hold it, ignoring puts. NULL when absent. */
+const struct hy_st_tensor *hy_st_find_stored(const struct hy_st *st, const char *name);
 
 /* ---- writer ---- */
 

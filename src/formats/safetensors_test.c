@@ -501,7 +501,31 @@ static void test_fp8(void)
             CHECK(t && t->nbytes <= sizeof want && !memcmp(t->data, want, t->nbytes));
         }
         CHECK(hy_st_find(st, ft[0].name)->nbytes == 15);
-        hy_st_close(st);
+        /* puts: an override of a stored tensor, a new one, a replaced put, a failed put */
+        const struct hy_st_tensor *w8 = hy_st_find(st, ft[0].name);
+        const void *w8data = w8->data;
+        uint16_t *bf = malloc(15 * 2), *bf2 = malloc(4 * 2), *bad = malloc(8);
+        static const float sc[5] = {1, 2, 3, 4, 5};
+        int64_t shp[2] = {5, 3}, one = 5, four = 4;
+        CHECKF(hy_st_put(st, ft[0].name, 0, HY_DTYPE_BF16, 2, shp, bf, true, &e) == HY_OK, "%s",
+               e.msg);
+        CHECKF(hy_st_put(st, "x.weight_scale@f32", 0, HY_DTYPE_F32, 1, &one, (void *)sc, false,
+                         &e) == HY_OK, "%s", e.msg);
+        CHECK(hy_st_put(st, "y", 0, HY_DTYPE_BF16, 1, &four, bf2, true, &e) == HY_OK);
+        CHECK(hy_st_put(st, "y", 0, HY_DTYPE_F32, 1, &one, (void *)sc, false, &e) == HY_OK);
+        CHECK(hy_st_put(st, "z", 3, HY_DTYPE_F32, 1, &one, bad, true, &e) == HY_E_INVAL);
+        CHECK(hy_st_count(st) == 3); /* the files' tensors only */
+        const struct hy_st_tensor *t = hy_st_find(st, ft[0].name);
+        CHECK(t && t->dtype == HY_DTYPE_BF16 && t->data == bf && t->nbytes == 30 && t->file == 0);
+        t = hy_st_find_stored(st, ft[0].name);
+        CHECK(t && t->dtype == HY_DTYPE_F8_E4M3 && t->data == w8data);
+        t = hy_st_find(st, "x.weight_scale@f32");
+        CHECK(t && t->data == sc && t->n_elems == 5 && hy_st_find_stored(st, t->name) == NULL);
+        t = hy_st_find(st, "y");
+        CHECK(t && t->dtype == HY_DTYPE_F32 && t->data == sc);
+        CHECK(hy_st_find(st, "z") == NULL && hy_st_find(st, "x") == NULL);
+        CHECK(hy_st_find(st, ft[1].name) && hy_st_find(st, ft[1].name)->dtype == HY_DTYPE_F32);
+        hy_st_close(st); /* frees bf, bf2 (and bad, freed by the failed put): ASan checks */
     }
 }
 
