@@ -37,7 +37,7 @@ static hy_status check_tensor(const struct hy_st_wtensor *t, size_t *nbytes, str
     size_t len = strlen(t->name);
     if (len >= HY_ST_MAX_NAME || !strcmp(t->name, "__metadata__"))
         return hy_err_set(err, HY_E_INVAL, "tensor name '%.80s' is reserved or too long", t->name);
-    if ((int)t->dtype < 0 || t->dtype >= HY_DTYPE_COUNT || t->dtype == HY_DTYPE_Q8_0)
+    if ((int)t->dtype < 0 || t->dtype >= HY_DTYPE_COUNT || hy_dtype_block_elems(t->dtype) != 1)
         return hy_err_set(err, HY_E_INVAL, "tensor '%.80s': bad dtype %d", t->name, (int)t->dtype);
     if (t->n_dims < 0 || t->n_dims > HY_ST_MAX_DIMS)
         return hy_err_set(err, HY_E_INVAL, "tensor '%.80s': %d dims", t->name, t->n_dims);

@@ -7,12 +7,36 @@
 #define HY_BACKEND_CPU_IMPL_H
 
 #include "backend/cpu/cpu.h"
+#include "core/quant.h"
 #include "core/threads.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Activations quantized to int8 for the integer-dot kernels: per block of HY_CPU_XQ_BLOCK
+ * consecutive values of one token, d = max|x|/127 and q = rint(x * (1/d)) (d = 0: q = 0).
+ * Pointers may be advanced together by a multiple of 32 values (hy_cpu_xq_at). */
+#define HY_CPU_XQ_BLOCK 32
+struct hy_cpu_xq {
+    const int8_t *q;  /* [n] */
+    const float *d;   /* [n/32] block scales */
+    const float *s;   /* [n/32] d * (sum of the block's q): the block's sum, for weight offsets */
+    const float *d8;  /* [n/4] each d repeated 8 times: the scale of each int32 lane of a
+                       * 4-byte dot product (vpdpbusd), loadable as a vector */
+};
+
+static inline struct hy_cpu_xq hy_cpu_xq_at(const struct hy_cpu_xq *x, int64_t c)
+{
+    return (struct hy_cpu_xq){x->q + c, x->d + c / 32, x->s + c / 32, x->d8 + c / 4};
+}
+
+/* Chunk b (32 values) of a row of a block dtype, values sc[i/16]*q[i] + mn[i/16] exactly as
+ * the dtype's dequantizer computes them (kernels_scalar.c; the specification that the
+ * integer kernels are tested against). Q8_0, Q4_0, Q4_K, Q6_K and Q4_G128. */
+void hy_cpu_unpack32(enum hy_dtype dt, const void *row, int64_t b, int8_t q[32], float sc[2],
+                     float mn[2]);
 
 /* Element i of weight data w of type dt, as float32 (a memcpy load: w may be unaligned). */
 static inline float hy_cpu_weight_load(const void *w, int64_t i, enum hy_dtype dt)
@@ -30,6 +54,13 @@ static inline float hy_cpu_weight_load(const void *w, int64_t i, enum hy_dtype d
         memcpy(&h, b, 2);
         memcpy(&q, b + 2 + i % HY_Q8_0_BLOCK, 1);
         return hy_f16_to_f32(h) * (float)q;
+    }
+    if (dt != HY_DTYPE_F16 && dt != HY_DTYPE_BF16) { /* the other block types */
+        int8_t q[32];
+        float sc[2], mn[2];
+        int k = (int)(i % 32);
+        hy_cpu_unpack32(dt, w, i / 32, q, sc, mn);
+        return sc[k / 16] * (float)q[k] + mn[k / 16];
     }
     memcpy(&h, p + i * 2, 2);
     return dt == HY_DTYPE_BF16 ? hy_bf16_to_f32(h) : hy_f16_to_f32(h);
@@ -52,6 +83,14 @@ struct hy_cpu_mm_kernels {
      * overwrites it. */
     void (*tile4x4)(float *y, int64_t ys, const float *x, int64_t xs, const void *w,
                     size_t stride, int64_t n, bool add);
+    /* (optional) The same against int8 activations (struct hy_cpu_xq), integer dot products
+     * per block scaled in float32; matmul uses them when set (cols a multiple of 32). */
+    void (*q_rows4)(float *y, const struct hy_cpu_xq *x, const void *w, size_t stride,
+                    int64_t cols);
+    float (*q_dot)(const struct hy_cpu_xq *x, const void *w, int64_t cols);
+    /* x[t] is token t's activations at the chunk's first column. */
+    void (*q_tile4x4)(float *y, int64_t ys, const struct hy_cpu_xq x[4], const void *w,
+                      size_t stride, int64_t n, bool add);
 };
 
 struct hy_cpu_kernels {
@@ -64,12 +103,24 @@ struct hy_cpu_kernels {
     /* acc = acc·c + Σ_j p[j]·v_j for j < n, v_j = v + j*stride (attention weighted sum). */
     void (*accum)(float *acc, float c, const float *p, const float *v, int64_t stride, int n,
                   int hd);
+    /* Quantizes n values (n % 32 == 0) into dst's arrays (struct hy_cpu_xq layout); every ISA
+     * gives the same bytes (one multiply and a round-to-nearest-even per value). */
+    void (*quantize_x)(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n);
 };
+
+/* The int8 reference (scalar, exact integer block sums): x · row for any block dtype. The
+ * int8 kernels of every ISA are tested against it. */
+float hy_cpu_q_dot_ref(enum hy_dtype dt, const struct hy_cpu_xq *x, const void *w, int64_t cols);
+void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n);
 
 /* Fill k with one SIMD level; false if the CPU (or this build) cannot run it. */
 void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k);
+
+/* Values of quantized activations one matmul call holds at once: matmul quantizes up to
+ * this many (a slab of tokens) and runs the slab; larger calls take several slabs. */
+#define HY_CPU_XQ_ELEMS (512 * 1024)
 
 /* Private state of both CPU backends. */
 struct hy_cpu_ctx {
@@ -77,6 +128,9 @@ struct hy_cpu_ctx {
     int n_threads;
     bool ref;
     struct hy_cpu_kernels k; /* unused by the reference backend */
+    /* quantized activations of the running matmul (engine thread; read by the pool) */
+    int8_t xq_q[HY_CPU_XQ_ELEMS];
+    float xq_d[HY_CPU_XQ_ELEMS / 32], xq_s[HY_CPU_XQ_ELEMS / 32], xq_d8[HY_CPU_XQ_ELEMS / 4];
 };
 
 /* The threaded, SIMD ops of the fast backend (matmul.c, attention.c). */

@@ -232,12 +232,17 @@ bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k)
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
         !__builtin_cpu_supports("f16c"))
         return false;
+    hy_cpu_kernels_scalar(k); /* the dtypes without kernels here keep the scalar ones */
     k->isa = HY_CPU_ISA_AVX2;
     k->name = "avx2";
-    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
-    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
-    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
-    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){rows4_q8_0, toks4_q8_0, dot_q8_0, tile_q8_0};
+    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_f32, .toks4 = toks4_f32, .dot = dot_f32, .tile4x4 = tile_f32};
+    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_f16, .toks4 = toks4_f16, .dot = dot_f16, .tile4x4 = tile_f16};
+    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_bf16, .toks4 = toks4_bf16, .dot = dot_bf16, .tile4x4 = tile_bf16};
+    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_q8_0, .toks4 = toks4_q8_0, .dot = dot_q8_0, .tile4x4 = tile_q8_0};
     k->scores = scores;
     k->accum = accum;
     return true;

@@ -192,6 +192,142 @@ MM_KERNELS(f16, HY_DTYPE_F16)
 MM_KERNELS(bf16, HY_DTYPE_BF16)
 MM_KERNELS(q8_0, HY_DTYPE_Q8_0)
 
+/* ---- int8 activations (AVX-512 VNNI + BW): Q4_G128 and the activation quantizer ---- */
+
+#define TARGETQ __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma,f16c")))
+#define INLQ static inline __attribute__((always_inline)) TARGETQ
+
+/* One Q4_G128 group (at g) against 128 int8 activations: per lane, the activation block's
+ * scale times the integer dot of unsigned nibbles (0..15) and activations over 4 values
+ * (vpdpbusd: unsigned x signed bytes, exact in int32). The low nibbles are values 0-63, the
+ * high ones 64-127; lanes 0-7 of each product cover one 32-value activation block, 8-15 the
+ * next, hence the d8 vectors. The nibbles' offset of 8 is left to the caller (x->s). */
+INLQ __m512 g128_group(const unsigned char *g, const int8_t *aq, const float *d8)
+{
+    const __m512i m4 = _mm512_set1_epi8(15);
+    __m512i v = _mm512_loadu_si512((const void *)(g + 2));
+    __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)aq));
+    __m512i p1 =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512((const void *)(aq + 64)));
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(p0), _mm512_loadu_ps(d8));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_loadu_ps(d8 + 16), f);
+}
+
+INLQ float g128_scale(const unsigned char *g)
+{
+    uint16_t h;
+    memcpy(&h, g, 2);
+    return _cvtsh_ss(h);
+}
+
+/* The sum of group g's four activation block sums (d_b * sum q): times 8*d_w, the offset. */
+INLQ float g128_asum(const struct hy_cpu_xq *x, int64_t g)
+{
+    const float *s = x->s + 4 * g;
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* y[i] = x · row i for NR (1 or 4) rows `stride` bytes apart: the rows stream side by side,
+ * sharing each activation vector. */
+INLQ void g128_rows(float *y, const struct hy_cpu_xq *x, const void *w, size_t stride,
+                    int64_t cols, int NR)
+{
+    const unsigned char *w0 = w;
+    __m512 acc[4];
+    float corr[4] = {0};
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < cols / 128; g++) {
+        const int8_t *aq = x->q + 128 * g;
+        const float *d8 = x->d8 + 32 * g;
+        float S = g128_asum(x, g);
+#pragma GCC unroll 4
+        for (int i = 0; i < NR; i++) {
+            const unsigned char *blk = w0 + i * stride + g * sizeof(struct hy_q4_g128_block);
+            float d = g128_scale(blk);
+            acc[i] = _mm512_fmadd_ps(g128_group(blk, aq, d8), _mm512_set1_ps(d), acc[i]);
+            corr[i] += d * S;
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++)
+        y[i] = _mm512_reduce_add_ps(acc[i]) - 8.0f * corr[i];
+}
+
+TARGETQ static void q_rows4_g128(float *y, const struct hy_cpu_xq *x, const void *w,
+                                 size_t stride, int64_t cols)
+{
+    g128_rows(y, x, w, stride, cols, 4);
+}
+
+TARGETQ static float q_dot_g128(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    float y;
+    g128_rows(&y, x, w, 0, cols, 1);
+    return y;
+}
+
+/* 4 tokens x 4 rows over n columns: each row's nibbles are loaded once for four tokens. */
+TARGETQ static void q_tile_g128(float *y, int64_t ys, const struct hy_cpu_xq x[4], const void *w,
+                                size_t stride, int64_t n, bool add)
+{
+    const unsigned char *w0 = w;
+    __m512 acc[4][4];
+    float corr[4][4] = {{0}};
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            acc[t][i] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < n / 128; g++) {
+        float S[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++)
+            S[t] = g128_asum(&x[t], g);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            const unsigned char *blk = w0 + i * stride + g * sizeof(struct hy_q4_g128_block);
+            float d = g128_scale(blk);
+            __m512 dv = _mm512_set1_ps(d);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                __m512 f = g128_group(blk, x[t].q + 128 * g, x[t].d8 + 32 * g);
+                acc[t][i] = _mm512_fmadd_ps(f, dv, acc[t][i]);
+                corr[t][i] += d * S[t];
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++) {
+        float s[4];
+        _mm_storeu_ps(s, hsum4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+        for (int i = 0; i < 4; i++) {
+            float v = s[i] - 8.0f * corr[t][i];
+            y[t * ys + i] = add ? y[t * ys + i] + v : v;
+        }
+    }
+}
+
+/* The scalar reference's arithmetic (max, one multiply by 1/d, round to nearest even through
+ * the default MXCSR mode), so the bytes are the same. */
+TARGETQ static void quantize_x(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++) {
+        __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        __m512 iv = _mm512_set1_ps(id);
+        __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, iv));
+        __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, iv));
+        _mm_storeu_si128((void *)(q + 32 * b), _mm512_cvtepi32_epi8(q0));
+        _mm_storeu_si128((void *)(q + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
+        d[b] = db;
+        s[b] = db * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
+    }
+}
+
 TARGET static void scores(float *s, const float *q, const float *k, int64_t stride, int n, int hd,
                           float scale)
 {
@@ -225,14 +361,25 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx2") ||
         !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
         return false;
+    hy_cpu_kernels_scalar(k); /* the dtypes without kernels here keep the scalar ones */
     k->isa = HY_CPU_ISA_AVX512;
     k->name = "avx512";
-    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){rows4_f32, toks4_f32, dot_f32, tile_f32};
-    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){rows4_f16, toks4_f16, dot_f16, tile_f16};
-    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){rows4_bf16, toks4_bf16, dot_bf16, tile_bf16};
-    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){rows4_q8_0, toks4_q8_0, dot_q8_0, tile_q8_0};
+    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_f32, .toks4 = toks4_f32, .dot = dot_f32, .tile4x4 = tile_f32};
+    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_f16, .toks4 = toks4_f16, .dot = dot_f16, .tile4x4 = tile_f16};
+    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_bf16, .toks4 = toks4_bf16, .dot = dot_bf16, .tile4x4 = tile_bf16};
+    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){
+        .rows4 = rows4_q8_0, .toks4 = toks4_q8_0, .dot = dot_q8_0, .tile4x4 = tile_q8_0};
     k->scores = scores;
     k->accum = accum;
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
+        k->mm[HY_DTYPE_Q4_G128].q_rows4 = q_rows4_g128;
+        k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
+        k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
+        k->quantize_x = quantize_x;
+    }
     return true;
 }
 

@@ -8,7 +8,12 @@
  * in L1; every (4 tokens x 4 rows) tile of the block runs in registers (tile4x4), each
  * converted weight vector feeding four tokens. The weights are fetched from memory once
  * for all T tokens. Leftover rows (block % 4) go through toks4 (one row, four tokens),
- * leftover tokens (T % 4) through rows4. */
+ * leftover tokens (T % 4) through rows4.
+ * Dtypes with integer kernels (q_*) take int8 activations instead: the caller's thread
+ * quantizes a slab of tokens (as many as HY_CPU_XQ_ELEMS values hold) into the context once,
+ * then the pool runs the same schedule over the slab with the q_ kernels; a call with more
+ * tokens runs slab after slab (each re-reads the weights: ~HY_CPU_XQ_ELEMS/cols tokens a
+ * pass). Quantization is per token, so results still do not depend on the thread count. */
 #include "backend/cpu/cpu_impl.h"
 
 /* Columns per chunk: four tokens' activations (16 KiB) stay in L1. */
@@ -17,12 +22,13 @@
 #define BLOCK_BYTES (128 * 1024)
 /* Fewest 4-row groups a thread gets; below this the call runs on fewer threads. */
 #define MIN_GROUPS_PER_THREAD 2
-_Static_assert(CHUNK_COLS % HY_Q8_0_BLOCK == 0, "a column chunk must start on a Q8_0 block");
+_Static_assert(CHUNK_COLS % HY_QK_K == 0, "a column chunk must start on a block of every dtype");
 
 struct mm_job {
     const struct hy_cpu_mm_kernels *k;
     float *out;             /* [T, rows] */
     const float *x;         /* [T, cols] */
+    const struct hy_cpu_ctx *xq; /* int8 activations [T, cols] in xq_*, or NULL: x */
     const unsigned char *w; /* [rows, cols] of the weight's dtype */
     size_t row_bytes, chunk_bytes; /* bytes of a row, of CHUNK_COLS columns of a row */
     int64_t rows, cols;
@@ -30,9 +36,27 @@ struct mm_job {
     int64_t block_rows;
 };
 
+/* Token t's quantized activations from column c. */
+static struct hy_cpu_xq xq_token(const struct mm_job *j, int t, int64_t c)
+{
+    const struct hy_cpu_ctx *x = j->xq;
+    struct hy_cpu_xq v = {x->xq_q, x->xq_d, x->xq_s, x->xq_d8};
+    return hy_cpu_xq_at(&v, (int64_t)t * j->cols + c);
+}
+
 /* out[t, r] for r in [r0, r1) and one token t. */
 static void rows_one_token(const struct mm_job *j, int t, int64_t r0, int64_t r1)
 {
+    if (j->xq) {
+        struct hy_cpu_xq xt = xq_token(j, t, 0);
+        float *ot = j->out + (int64_t)t * j->rows;
+        int64_t r = r0;
+        for (; r + 4 <= r1; r += 4)
+            j->k->q_rows4(ot + r, &xt, j->w + (size_t)r * j->row_bytes, j->row_bytes, j->cols);
+        for (; r < r1; r++)
+            ot[r] = j->k->q_dot(&xt, j->w + (size_t)r * j->row_bytes, j->cols);
+        return;
+    }
     const float *xt = j->x + (int64_t)t * j->cols;
     float *ot = j->out + (int64_t)t * j->rows;
     int64_t r = r0;
@@ -45,6 +69,15 @@ static void rows_one_token(const struct mm_job *j, int t, int64_t r0, int64_t r1
 /* out[t0..t0+3, r] for r in [r0, r1). */
 static void rows_four_tokens(const struct mm_job *j, int t0, int64_t r0, int64_t r1)
 {
+    if (j->xq) {
+        for (int t = t0; t < t0 + 4; t++) {
+            struct hy_cpu_xq xt = xq_token(j, t, 0);
+            for (int64_t r = r0; r < r1; r++)
+                j->out[(int64_t)t * j->rows + r] =
+                    j->k->q_dot(&xt, j->w + (size_t)r * j->row_bytes, j->cols);
+        }
+        return;
+    }
     const float *xt = j->x + (int64_t)t0 * j->cols;
     for (int64_t r = r0; r < r1; r++)
         j->k->toks4(j->out + (int64_t)t0 * j->rows + r, j->rows, xt, j->cols,
@@ -60,8 +93,17 @@ static void tiles(const struct mm_job *j, int t4, int64_t b0, int64_t b1)
         /* k0 is a multiple of CHUNK_COLS, so of the Q8_0 block too */
         const unsigned char *wk = j->w + (size_t)(k0 / CHUNK_COLS) * j->chunk_bytes;
         for (int t = 0; t < t4; t += 4) {
-            const float *xt = j->x + (int64_t)t * j->cols + k0;
             float *ot = j->out + (int64_t)t * j->rows;
+            if (j->xq) {
+                struct hy_cpu_xq xt[4];
+                for (int u = 0; u < 4; u++)
+                    xt[u] = xq_token(j, t + u, k0);
+                for (int64_t r = b0; r < b1; r += 4)
+                    j->k->q_tile4x4(ot + r, j->rows, xt, wk + (size_t)r * j->row_bytes,
+                                    j->row_bytes, kn, k0 > 0);
+                continue;
+            }
+            const float *xt = j->x + (int64_t)t * j->cols + k0;
             for (int64_t r = b0; r < b1; r += 4)
                 j->k->tile4x4(ot + r, j->rows, xt, j->cols, wk + (size_t)r * j->row_bytes,
                               j->row_bytes, kn, k0 > 0);
@@ -93,10 +135,54 @@ static void mm_range(void *ctx, int64_t g0, int64_t g1, int tid)
     }
 }
 
+struct xq_job {
+    struct hy_cpu_ctx *c;
+    const float *x;
+    int64_t cols;
+};
+
+static void quantize_tokens(void *ctx, int64_t t0, int64_t t1, int tid)
+{
+    const struct xq_job *j = ctx;
+    struct hy_cpu_ctx *c = j->c;
+    (void)tid;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t o = t * j->cols;
+        c->k.quantize_x(c->xq_q + o, c->xq_d + o / 32, c->xq_s + o / 32, c->xq_d8 + o / 4,
+                        j->x + o, j->cols);
+    }
+}
+
 void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struct hy_weight *w,
                    int T)
 {
     HY_ASSERT(w->dtype >= 0 && w->dtype < HY_DTYPE_COUNT && T >= 0);
+    const struct hy_cpu_mm_kernels *k = &c->k.mm[w->dtype];
+    if (k->q_dot && w->cols % HY_CPU_XQ_BLOCK == 0 && w->cols <= HY_CPU_XQ_ELEMS && T > 0 &&
+        w->rows > 0) {
+        int slab = (int)(HY_CPU_XQ_ELEMS / w->cols);
+        if (slab > 4)
+            slab &= ~3; /* whole 4-token tiles in every slab but the last */
+        for (int t0 = 0; t0 < T; t0 += slab) {
+            int n = T - t0 < slab ? T - t0 : slab;
+            struct xq_job q = {c, x + (int64_t)t0 * w->cols, w->cols};
+            hy_pool_for(c->pool, n, 4, quantize_tokens, &q);
+            struct mm_job j = {
+                .k = k,
+                .out = out + (int64_t)t0 * w->rows,
+                .xq = c,
+                .w = w->data,
+                .row_bytes = hy_dtype_row_bytes(w->dtype, w->cols),
+                .chunk_bytes = hy_dtype_row_bytes(w->dtype, CHUNK_COLS),
+                .rows = w->rows,
+                .cols = w->cols,
+                .T = n,
+            };
+            j.block_rows = (int64_t)(BLOCK_BYTES / j.chunk_bytes) & ~(int64_t)3;
+            hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
+        }
+        return;
+    }
     struct mm_job j = {
         .k = &c->k.mm[w->dtype],
         .out = out,

@@ -32,6 +32,15 @@ static float weight_at(const struct hy_weight *w, int64_t i)
         memcpy(&q, b + 2 + i % HY_Q8_0_BLOCK, 1);
         return hy_f16_to_f32(h) * (float)q;
     }
+    case HY_DTYPE_Q4_0:
+    case HY_DTYPE_Q4_K:
+    case HY_DTYPE_Q6_K:
+    case HY_DTYPE_Q4_G128: { /* the dequantizer on the block that holds element i */
+        int64_t be = hy_dtype_block_elems(w->dtype);
+        float blk[256];
+        hy_dtype_to_f32(blk, p + (size_t)(i / be) * hy_dtype_size(w->dtype), w->dtype, (size_t)be);
+        return blk[i % be];
+    }
     default: break;
     }
     HY_ASSERT(!"unknown weight dtype");

@@ -1,0 +1,314 @@
+/* quant_kernels_test.c: the CPU kernels of the block dtypes (Q4_0, Q4_K, Q6_K, Q4_G128)
+ * on every SIMD level this machine runs, against the references:
+ *  - quantize_x of every ISA gives the reference's bytes exactly;
+ *  - float-activation kernels (rows4, toks4, dot, tile4x4) against a double dot product of
+ *    the dequantized weights;
+ *  - int8-activation kernels (q_rows4, q_dot, q_tile4x4) against hy_cpu_q_dot_ref (the same
+ *    integers, another float summation order: float rounding only), and against the exact
+ *    fp32-activation product (the activation quantization error, bounded below);
+ *  - the backend's matmul (1, 2, 3 threads; T = 1, 2, 5, 17) against hy_ref_matmul, and the
+ *    thread counts against each other bit for bit.
+ * Weights sit at odd addresses. Worst error/bound ratios are printed. */
+#include "backend/cpu/cpu_impl.h"
+#include "core/quant.h"
+#include "ops_test_util.h"
+
+static const enum hy_dtype block_dtypes[] = {HY_DTYPE_Q4_0, HY_DTYPE_Q4_K, HY_DTYPE_Q6_K,
+                                             HY_DTYPE_Q4_G128};
+static double worst_float, worst_q, worst_qx, worst_mm;
+
+/* rows x cols weights of dtype dt at an odd address, and their dequantized values. */
+struct qweight {
+    unsigned char *buf, *data;
+    float *val;
+    size_t row_bytes;
+};
+
+static void qweight_make(struct qweight *q, struct rng *r, enum hy_dtype dt, int64_t rows,
+                         int64_t cols)
+{
+    q->row_bytes = hy_dtype_row_bytes(dt, cols);
+    q->buf = malloc(q->row_bytes * (size_t)rows + 1);
+    q->data = q->buf + 1;
+    q->val = fmalloc(rows * cols);
+    float *row = fmalloc(cols);
+    for (int64_t i = 0; i < rows; i++) {
+        rng_fill(r, row, cols, 1.0f);
+        if (i % 3 == 1) /* an outlier now and then */
+            row[(i * 7) % cols] = 9.0f;
+        hy_dtype_from_f32(q->data + (size_t)i * q->row_bytes, row, dt, (size_t)cols);
+        hy_dtype_to_f32(q->val + i * cols, q->data + (size_t)i * q->row_bytes, dt, (size_t)cols);
+    }
+    free(row);
+}
+
+static void qweight_free(struct qweight *q)
+{
+    free(q->buf);
+    free(q->val);
+}
+
+/* Quantized activations of T tokens, owning their arrays. */
+struct qx {
+    int8_t *q;
+    float *d, *s, *d8, *deq; /* deq: the dequantized activations d*q */
+    struct hy_cpu_xq *tok;
+};
+
+static void qx_make(struct qx *x, const struct hy_cpu_kernels *k, const float *src, int T,
+                    int64_t cols)
+{
+    int64_t n = T * cols;
+    x->q = malloc((size_t)n);
+    x->d = fmalloc(n / 32);
+    x->s = fmalloc(n / 32);
+    x->d8 = fmalloc(n / 4);
+    x->deq = fmalloc(n);
+    x->tok = malloc((size_t)T * sizeof *x->tok);
+    for (int t = 0; t < T; t++) {
+        int64_t o = t * cols;
+        k->quantize_x(x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4, src + o, cols);
+        x->tok[t] = (struct hy_cpu_xq){x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4};
+    }
+    for (int64_t i = 0; i < n; i++)
+        x->deq[i] = x->d[i / 32] * (float)x->q[i];
+}
+
+static void qx_free(struct qx *x)
+{
+    free(x->q);
+    free(x->d);
+    free(x->s);
+    free(x->d8);
+    free(x->deq);
+    free(x->tok);
+}
+
+static void test_quantize_x(const struct hy_cpu_kernels *k, struct rng *r)
+{
+    enum { N = 4096 };
+    float *x = fmalloc(N);
+    rng_fill(r, x, N, 3.0f);
+    for (int i = 0; i < 32; i++)
+        x[64 + i] = 0.0f; /* an all-zero block */
+    for (int i = 0; i < 32; i++)
+        x[128 + i] = (float)(i - 16) * 0.5f; /* halves: ties of the rounding */
+    struct qx a, b;
+    struct hy_cpu_kernels ref;
+    hy_cpu_kernels_scalar(&ref);
+    qx_make(&a, k, x, 1, N);
+    qx_make(&b, &ref, x, 1, N);
+    CHECKF(!memcmp(a.q, b.q, N) && !memcmp(a.d, b.d, N / 32 * 4) && !memcmp(a.s, b.s, N / 32 * 4) &&
+               !memcmp(a.d8, b.d8, N / 4 * 4),
+           "%s quantize_x differs from the reference", k->name);
+    int bad = 0; /* |x - d*q| <= d/2 (plus the product's rounding) */
+    for (int i = 0; i < N; i++)
+        bad += fabsf(x[i] - a.deq[i]) > a.d[i / 32] * 0.5f * (1.0f + 1e-6f) + 1e-30f;
+    CHECKF(bad == 0, "%d activations more than d/2 off", bad);
+    qx_free(&a);
+    qx_free(&b);
+    free(x);
+}
+
+static double ratio(double err, double bound)
+{
+    return bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
+}
+
+/* The float bound of the int8 kernels against hy_cpu_q_dot_ref: the integer parts are exact;
+ * each float step (scale products, lane sums over cols/32 blocks, the reduction, the
+ * offset sum) rounds once per term: (cols/32 + 40) * U32 * sum over values of
+ * |dequantized activation| * (|scale| * (|q| + 8) + |min|) (the +8: Q4_G128 sums the
+ * nibbles and their offset of 8 apart, so cancellation is against that larger sum). */
+static double q_bound(enum hy_dtype dt, const struct hy_cpu_xq *x, const unsigned char *w,
+                      int64_t cols)
+{
+    double a = 0;
+    int8_t q[32];
+    float sc[2], mn[2];
+    for (int64_t b = 0; b < cols / 32; b++) {
+        hy_cpu_unpack32(dt, w, b, q, sc, mn);
+        for (int i = 0; i < 32; i++)
+            a += fabs((double)x->d[b] * x->q[32 * b + i]) *
+                 (fabs(sc[i / 16]) * (abs(q[i]) + 8) + fabs(mn[i / 16]));
+    }
+    return (double)(cols / 32 + 40) * U32 * a;
+}
+
+/* Bound of any int8 result against the exact fp32-activation product: each activation is
+ * within d_b/2 of its quantized value, so the sum moves by at most sum d_b/2 |w|; plus the
+ * float rounding of both sides. */
+static double qx_bound(const float *x, const struct qx *xq, const float *wv, int64_t cols,
+                       double qb)
+{
+    double a = 0, r = 0;
+    for (int64_t c = 0; c < cols; c++) {
+        a += 0.5 * xq->d[c / 32] * fabs(wv[c]);
+        r += fabs((double)x[c] * wv[c]);
+    }
+    return a * (1 + 1e-6) + (cols + 4) * U32 * r + qb;
+}
+
+static void kernels_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_dtype dt,
+                         int64_t cols)
+{
+    const struct hy_cpu_mm_kernels *mk = &k->mm[dt];
+    const int rows = 4, T = 4;
+    struct qweight w;
+    qweight_make(&w, r, dt, rows, cols);
+    float *x = fmalloc(T * cols);
+    rng_fill(r, x, T * cols, 2.0f);
+    /* exact products and their float bounds */
+    double want[4][4], bnd[4][4];
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < rows; i++) {
+            double s = 0, a = 0;
+            for (int64_t c = 0; c < cols; c++) {
+                s += (double)x[t * cols + c] * w.val[i * cols + c];
+                a += fabs((double)x[t * cols + c] * w.val[i * cols + c]);
+            }
+            want[t][i] = s;
+            bnd[t][i] = (double)(cols + 4) * U32 * a;
+        }
+    /* float-activation kernels */
+    float y[16], yt[16];
+    double worst = 0;
+    mk->rows4(y, x, w.data, w.row_bytes, cols);
+    for (int i = 0; i < 4; i++)
+        worst = fmax(worst, ratio(fabs(y[i] - want[0][i]), bnd[0][i]));
+    for (int i = 0; i < 4; i++)
+        worst = fmax(worst, ratio(fabs(mk->dot(x + cols, w.data + i * w.row_bytes, cols) - want[1][i]),
+                                  bnd[1][i]));
+    mk->toks4(yt, 1, x, cols, w.data + 2 * w.row_bytes, cols);
+    for (int t = 0; t < 4; t++)
+        worst = fmax(worst, ratio(fabs(yt[t] - want[t][2]), bnd[t][2]));
+    mk->tile4x4(y, 4, x, cols, w.data, w.row_bytes, cols, false);
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 4; i++)
+            worst = fmax(worst, ratio(fabs(y[4 * t + i] - want[t][i]), bnd[t][i]));
+    CHECKF(worst <= 1.0, "%s %s cols %lld: float kernels error/bound %.3g", k->name,
+           hy_dtype_name(dt), (long long)cols, worst);
+    worst_float = fmax(worst_float, worst);
+    /* int8-activation kernels */
+    if (mk->q_dot) {
+        struct qx xq;
+        qx_make(&xq, k, x, T, cols);
+        double wq = 0, wx = 0;
+        for (int t = 0; t < T; t++) {
+            float yr[4];
+            mk->q_rows4(yr, &xq.tok[t], w.data, w.row_bytes, cols);
+            float yd = mk->q_dot(&xq.tok[t], w.data + (size_t)t * w.row_bytes, cols);
+            for (int i = 0; i < 4; i++) {
+                const unsigned char *wr = w.data + (size_t)i * w.row_bytes;
+                double ref = hy_cpu_q_dot_ref(dt, &xq.tok[t], wr, cols);
+                double qb = q_bound(dt, &xq.tok[t], wr, cols);
+                wq = fmax(wq, ratio(fabs(yr[i] - ref), qb));
+                if (i == t)
+                    wq = fmax(wq, ratio(fabs(yd - ref), qb));
+                wx = fmax(wx, ratio(fabs(yr[i] - want[t][i]),
+                                    qx_bound(x + t * cols, &xq, w.val + i * cols, cols, qb)));
+            }
+        }
+        mk->q_tile4x4(y, 4, xq.tok, w.data, w.row_bytes, cols, false);
+        for (int t = 0; t < 4; t++)
+            for (int i = 0; i < 4; i++) {
+                const unsigned char *wr = w.data + (size_t)i * w.row_bytes;
+                double ref = hy_cpu_q_dot_ref(dt, &xq.tok[t], wr, cols);
+                wq = fmax(wq, ratio(fabs(y[4 * t + i] - ref), q_bound(dt, &xq.tok[t], wr, cols)));
+            }
+        CHECKF(wq <= 1.0, "%s %s cols %lld: int8 kernels vs int8 reference %.3g", k->name,
+               hy_dtype_name(dt), (long long)cols, wq);
+        CHECKF(wx <= 1.0, "%s %s cols %lld: int8 kernels vs fp32 %.3g", k->name,
+               hy_dtype_name(dt), (long long)cols, wx);
+        worst_q = fmax(worst_q, wq);
+        worst_qx = fmax(worst_qx, wx);
+        qx_free(&xq);
+    }
+    free(x);
+    qweight_free(&w);
+}
+
+/* The backend's matmul with n threads against the reference (dequantized weights, float
+ * activations): the int8 bound qx_bound per output; all thread counts bit-identical. */
+static void matmul_case(struct hy_backend *be[3], struct rng *r, enum hy_dtype dt, int64_t rows,
+                        int64_t cols, int T)
+{
+    struct qweight w;
+    qweight_make(&w, r, dt, rows, cols);
+    struct hy_weight hw = {dt, rows, cols, w.data};
+    float *x = fmalloc(T * cols), *ref = fmalloc(T * rows), *got[3];
+    rng_fill(r, x, T * cols, 2.0f);
+    hy_ref_matmul(ref, x, &hw, T);
+    struct hy_cpu_kernels sk;
+    hy_cpu_kernels_scalar(&sk);
+    struct qx xq;
+    qx_make(&xq, &sk, x, T, cols);
+    for (int n = 0; n < 3; n++) {
+        got[n] = fmalloc(T * rows);
+        be[n]->i->matmul(be[n], got[n], x, &hw, T);
+    }
+    double worst = 0;
+    for (int t = 0; t < T; t++)
+        for (int64_t o = 0; o < rows; o++) {
+            const unsigned char *wr = w.data + (size_t)o * w.row_bytes;
+            double b = qx_bound(x + t * cols, &xq, w.val + o * cols, cols,
+                                q_bound(dt, &xq.tok[t], wr, cols));
+            worst = fmax(worst, ratio(fabs(got[0][t * rows + o] - ref[t * rows + o]), b));
+        }
+    CHECKF(worst <= 1.0, "%s matmul %s %lldx%lld T=%d: error/bound %.3g",
+           hy_cpu_backend_isa(be[0]), hy_dtype_name(dt), (long long)rows, (long long)cols, T,
+           worst);
+    CHECKF(!memcmp(got[0], got[1], (size_t)(T * rows) * 4) &&
+               !memcmp(got[0], got[2], (size_t)(T * rows) * 4),
+           "%s matmul %s: results depend on the thread count", hy_cpu_backend_isa(be[0]),
+           hy_dtype_name(dt));
+    worst_mm = fmax(worst_mm, worst);
+    for (int n = 0; n < 3; n++)
+        free(got[n]);
+    qx_free(&xq);
+    free(x);
+    free(ref);
+    qweight_free(&w);
+}
+
+int main(void)
+{
+    struct rng r = {0x9e3779b97f4a7c15ull};
+    static const enum hy_cpu_isa isas[] = {HY_CPU_ISA_SCALAR, HY_CPU_ISA_AVX2, HY_CPU_ISA_AVX512};
+    static const int64_t cols_list[] = {256, 512, 1280, 2048, 4096};
+    static const int64_t mm_shapes[][3] = {{37, 256, 1}, {70, 512, 2}, {9, 1280, 5}, {131, 2048, 17},
+                                           {6, 4096, 1}};
+    for (int ii = 0; ii < 3; ii++) {
+        struct hy_cpu_kernels k;
+        bool ok = true;
+        if (isas[ii] == HY_CPU_ISA_SCALAR)
+            hy_cpu_kernels_scalar(&k);
+        else
+            ok = isas[ii] == HY_CPU_ISA_AVX2 ? hy_cpu_kernels_avx2(&k) : hy_cpu_kernels_avx512(&k);
+        if (!ok) {
+            fprintf(stderr, "skipping isa %d: not supported here\n", (int)isas[ii]);
+            continue;
+        }
+        test_quantize_x(&k, &r);
+        for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
+            for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
+                kernels_case(&k, &r, block_dtypes[d], cols_list[c]);
+        struct hy_backend *be[3] = {NULL, NULL, NULL};
+        hy_status st = HY_OK;
+        for (int n = 0; n < 3 && st == HY_OK; n++)
+            st = hy_cpu_backend_create_isa(&be[n], n + 1, isas[ii], NULL);
+        CHECK(st == HY_OK);
+        for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0] && st == HY_OK; d++)
+            for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++)
+                matmul_case(be, &r, block_dtypes[d], mm_shapes[s][0], mm_shapes[s][1],
+                            (int)mm_shapes[s][2]);
+        for (int n = 0; n < 3; n++)
+            if (be[n])
+                be[n]->i->destroy(be[n]);
+    }
+    fprintf(stderr,
+            "worst error/bound: float kernels %.3g, int8 vs int8 ref %.3g, int8 vs fp32 %.3g, "
+            "matmul %.3g\n",
+            worst_float, worst_q, worst_qx, worst_mm);
+    return test_result();
+}
