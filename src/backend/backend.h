@@ -31,6 +31,12 @@ struct hy_attn_seq {
     const int32_t *blocks; /* block table, host memory: block i holds positions i*bs .. i*bs+bs-1 */
 };
 
+/* A sampling candidate: a logit and its id (struct of two 32-bit words). */
+struct hy_cand {
+    float val;
+    int32_t id;
+};
+
 struct hy_backend;
 
 struct hy_backend_i {
@@ -85,6 +91,26 @@ struct hy_backend_i {
      * w->dtype at the copy; free it with free(be, w->data). On failure *w is unchanged.
      * NULL (the CPU backends): the ops read weights where they lie. */
     hy_status (*weight_upload)(struct hy_backend *be, struct hy_weight *w, struct hy_err *err);
+    /* (optional) The k best logits of each row of logits [rows, vocab]: cand[r*k + j] for
+     * j < k, by value descending then id ascending, NaN counted as -inf; cand and logits
+     * are backend memory, scratch (topk_scratch_bytes) too. 1 <= k <= max_topk(vocab).
+     * Lets the sampler take k candidates per row instead of the whole row. */
+    void (*topk)(struct hy_backend *be, struct hy_cand *cand, const float *logits, int rows,
+                 int64_t vocab, int k, void *scratch);
+    int (*max_topk)(int64_t vocab);
+    size_t (*topk_scratch_bytes)(int64_t vocab, int rows, int k);
+    /* (optional) Recorded steps (CUDA graphs). step_begin(be, owner, key, max_blocks) opens
+     * a step whose op calls (their order, sizes and backend pointers) are a function of
+     * (owner, key) alone, and in which an attention call's sequences have at most
+     * max_blocks blocks each; step_end(be) closes it. The first step with an (owner, key)
+     * runs and is recorded; later ones replay the recording: their op calls only take in
+     * this step's host index arrays, and the work is launched at step_end. upload/download
+     * are not allowed inside a step. Returns false (nothing opened; run the ops as usual)
+     * when the backend cannot record this step. step_forget(be, owner) drops owner's
+     * recordings (before the memory they use is freed). */
+    bool (*step_begin)(struct hy_backend *be, const void *owner, int key, int max_blocks);
+    void (*step_end)(struct hy_backend *be);
+    void (*step_forget)(struct hy_backend *be, const void *owner);
     /* (optional) Device memory in bytes: used and total, for /metrics. NULL on the CPU. */
     void (*mem_info)(struct hy_backend *be, uint64_t *used, uint64_t *total);
 };

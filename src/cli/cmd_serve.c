@@ -5,6 +5,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/select.h"
 #include "cli/args.h"
+#include "cli/kv_opts.h"
 #include "cli/commands.h"
 #include "core/globals.h"
 #include "core/log.h"
@@ -42,7 +43,7 @@ static const struct cli_cmd cmd = {
     "                             (default 1024)\n"
     "  --max-running N            sequences decoded together (default 16)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
-    "  --kv-memory SIZE           KV cache size (default 1G), e.g. 512M\n"
+    HY_CLI_KV_USAGE
     "  --timeout SEC              per request; past it the answer is 504 (default: none)\n"
     "  --drain SEC                at shutdown, wait this long for running requests (default 30)\n"
     "  --max-body BYTES           largest request body; larger is 413 (default 1M)\n"
@@ -58,7 +59,8 @@ static const struct cli_cmd cmd = {
 struct serve_opts {
     const char *model, *host, *kv, *max_body, *api_key, *cors, *name, *device, *quant;
     int64_t port, threads, max_queue, max_running, mbt, max_chars, max_conns;
-    double timeout, drain;
+    double timeout, drain, gpu_frac;
+    int64_t kv_bytes; /* --kv-memory parsed; 0 when not given */
 };
 
 static int parse_opts(struct serve_opts *o, int argc, char **argv)
@@ -74,6 +76,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
         {"kv-memory", CLI_STR, &o->kv, 0, 0, false},
+        {"gpu-memory-fraction", CLI_REAL, &o->gpu_frac, 0.01, 1, false},
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"drain", CLI_REAL, &o->drain, 0, 1e5, false},
         {"max-body", CLI_STR, &o->max_body, 0, 0, false},
@@ -146,8 +149,11 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
     }
     if (!st)
         st = hy_tok_load(tok, o->model, err);
+    struct hy_engine_params p = *ep;
     if (!st)
-        st = hy_engine_create(e, *m, ep, err);
+        st = cli_kv_setup(o->kv_bytes, o->gpu_frac, *be, &p, err);
+    if (!st)
+        st = hy_engine_create(e, *m, &p, err);
     return st;
 }
 
@@ -205,7 +211,7 @@ int cmd_serve(int argc, char **argv)
         ep.max_running = (int)o.max_running;
     if (o.mbt)
         ep.max_batch_tokens = (int)o.mbt;
-    if (o.kv && (ep.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o.kv, 1, INT64_MAX)) < 0)
+    if (o.kv && (o.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o.kv, 1, INT64_MAX)) < 0)
         return 2;
     int64_t max_body = HY_SERVER_MAX_BODY_DEFAULT;
     if (o.max_body &&

@@ -3,6 +3,7 @@
  * order as segments finish. Progress bar on a terminal, one summary line otherwise. */
 #include "backend/select.h"
 #include "cli/args.h"
+#include "cli/kv_opts.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/globals.h"
@@ -39,7 +40,7 @@ static const struct cli_cmd cmd = {
     "  --keep-lines               never join lines into one segment (lists, verse, code)\n"
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
-    "  --kv-memory SIZE           KV cache size (default 1G), e.g. 512M\n"
+    HY_CLI_KV_USAGE
     "  --max-running N            segments decoded together (default 16)\n"
     "  --max-queue N              segments waiting in the engine (default 1024)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
@@ -56,7 +57,7 @@ static const struct cli_cmd cmd = {
 struct tr_opts {
     const char *model, *to, *from, *out, *kv, *device, *quant;
     int64_t threads, top_k, seed, max_seg, max_new, max_running, mbt, max_queue;
-    double temp, top_p, rep, timeout;
+    double temp, top_p, rep, timeout, gpu_frac;
     bool greedy, keep_lines, replace;
 };
 
@@ -200,6 +201,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         {"kv-memory", CLI_STR, &o->kv, 0, 0, false},
+        {"gpu-memory-fraction", CLI_REAL, &o->gpu_frac, 0.01, 1, false},
         {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
         {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
         {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
@@ -243,12 +245,15 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
         ep.max_running = (int)o->max_running;
     if (o->mbt)
         ep.max_batch_tokens = (int)o->mbt;
-    if (o->kv && (ep.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)) < 0)
+    int64_t kv_bytes = 0;
+    if (o->kv && (kv_bytes = cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)) < 0)
         return 2;
     hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant, &be, &m,
                                   &err);
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
+    if (!st)
+        st = cli_kv_setup(kv_bytes, o->gpu_frac, be, &ep, &err);
     if (!st)
         st = hy_engine_create(&e, m, &ep, &err);
     int rc = 1;

@@ -40,6 +40,7 @@ struct hy_engine {
     struct hy_batch_seq *bseqs;       /* [max_running] */
     struct hy_sched_result *results;  /* [max_running] */
     float *logits;                    /* [max_running, vocab] host */
+    struct hy_cand *cand;             /* [max_running, scr->topk_k] host, or NULL */
     struct slot *slots;
     int n_slots;
     int *free_stack, n_free;          /* free slot indices */
@@ -51,6 +52,7 @@ struct hy_engine {
     pthread_t thread;
     bool thread_started, stop, busy;
     struct hy_engine_stats stats;     /* snapshot under mu */
+    int64_t n_full_rows;              /* samples that needed a whole logits row (engine) */
 };
 
 struct hy_engine_params hy_engine_params_default(void)
@@ -155,8 +157,11 @@ static void run_batch(struct hy_engine *e, const struct hy_sched_batch *b, doubl
             s->t_start = now;
     }
     struct hy_err err = {{0}};
-    hy_status st = hy_model_forward_batch(e->m, e->kv, e->scr, e->bseqs, b->n_items, e->logits,
-                                          &err);
+    const int K = e->scr->topk_k;
+    hy_status st = e->cand ? hy_model_forward_batch_topk(e->m, e->kv, e->scr, e->bseqs,
+                                                         b->n_items, e->cand, &err)
+                           : hy_model_forward_batch(e->m, e->kv, e->scr, e->bseqs, b->n_items,
+                                                    e->logits, &err);
     if (st)
         HY_LOGE("engine: forward pass failed: %s", err.msg);
     for (int i = 0, k = 0; i < b->n_items; i++) {
@@ -165,7 +170,16 @@ static void run_batch(struct hy_engine *e, const struct hy_sched_batch *b, doubl
         e->results[i] = (struct hy_sched_result){0, st ? HY_FINISH_ERROR : HY_FINISH_NONE};
         if (!it->sample || st)
             continue;
-        int32_t id = hy_sampler_sample(&s->sampler, &e->ss, e->logits + (int64_t)k++ * V);
+        int32_t id;
+        if (!e->cand) {
+            id = hy_sampler_sample(&s->sampler, &e->ss, e->logits + (int64_t)k * V);
+        } else if (!hy_sampler_sample_cands(&s->sampler, &e->ss, e->cand + (int64_t)k * K, K,
+                                            &id)) {
+            hy_model_logits_row(e->m, e->scr, k, e->logits); /* the whole row is needed */
+            id = hy_sampler_sample(&s->sampler, &e->ss, e->logits);
+            e->n_full_rows++;
+        }
+        k++;
         hy_sampler_accept(&s->sampler, id);
         s->out[s->n_sampled++] = id; /* published (n_out) under mu */
         e->results[i].token = id;
@@ -198,6 +212,7 @@ static void publish(struct hy_engine *e, double now, double step_s)
     e->stats.n_waiting = e->n_waiting;
     e->stats.n_running = ss.n_running;
     e->stats.steps = ss.steps;
+    e->stats.samples_full_row = e->n_full_rows;
     e->stats.preemptions = ss.preemptions;
     e->stats.tokens_computed = ss.tokens_computed;
     e->stats.kv_blocks_total = ss.kv.n_blocks;
@@ -280,13 +295,63 @@ static hy_status check_params(const struct hy_engine_params *p, int64_t block_by
     if (p->max_seq_tokens < 2 || p->max_seq_tokens > (1 << 24) || p->block_size < 1 ||
         p->block_size > 1024)
         return hy_err_set(err, HY_E_RANGE, "max_seq_tokens 2..16777216, block_size 1..1024");
+    if (!(p->kv_fraction >= 0 && p->kv_fraction <= 1))
+        return hy_err_set(err, HY_E_RANGE, "the KV share of device memory must be in (0, 1]");
     int64_t need = ((int64_t)p->max_seq_tokens + p->block_size - 1) / p->block_size;
-    if (p->kv_bytes / block_bytes < need)
+    if (p->kv_fraction == 0 && p->kv_bytes / block_bytes < need)
         return hy_err_set(err, HY_E_RANGE, "KV memory of %lld bytes holds %lld blocks; one "
                           "request of %d tokens needs %lld (%lld bytes each)",
                           (long long)p->kv_bytes, (long long)(p->kv_bytes / block_bytes),
                           p->max_seq_tokens, (long long)need, (long long)block_bytes);
     return HY_OK;
+}
+
+/* The pool's block count: from kv_bytes, or with kv_fraction > 0 from that share of the
+ * device memory free now (after weights and scratch). */
+static hy_status pool_blocks(const struct hy_model *m, const struct hy_engine_params *p,
+                             int64_t block_bytes, int64_t *n_blocks, struct hy_err *err)
+{
+    int64_t bytes = p->kv_bytes;
+    if (p->kv_fraction > 0) {
+        uint64_t used = 0, total = 0;
+        if (!m->be->i->mem_info)
+            return hy_err_set(err, HY_E_INVAL, "a KV share of device memory needs a device "
+                              "backend; give the KV size in bytes instead");
+        m->be->i->mem_info(m->be, &used, &total);
+        bytes = (int64_t)(p->kv_fraction * (double)(total - used));
+        HY_LOGI("engine: KV pool %.2f GiB (%.0f%% of %.2f GiB free)", (double)bytes / (1 << 30),
+                p->kv_fraction * 100, (double)(total - used) / (1 << 30));
+    }
+    int64_t need = ((int64_t)p->max_seq_tokens + p->block_size - 1) / p->block_size;
+    *n_blocks = bytes / block_bytes; /* (the kvstore adds the padding block) */
+    if (*n_blocks < need)
+        return hy_err_set(err, HY_E_NOMEM, "KV memory of %lld bytes holds %lld blocks; one "
+                          "request of %d tokens needs %lld (%lld bytes each)", (long long)bytes,
+                          (long long)(*n_blocks < 0 ? 0 : *n_blocks), p->max_seq_tokens,
+                          (long long)need, (long long)block_bytes);
+    if (*n_blocks > HY_KV_MAX_BLOCKS)
+        *n_blocks = HY_KV_MAX_BLOCKS;
+    return HY_OK;
+}
+
+/* Runs one decode step of every padded batch size on the padding block, so that each is
+ * recorded (CUDA graphs) before the first request and its memory is taken now. */
+static void record_steps(struct hy_engine *e)
+{
+    static const int32_t zero = 0;
+    struct hy_err err = {{0}};
+    e->scr->graph_max_blocks = (e->p.max_seq_tokens + e->p.block_size - 1) / e->p.block_size;
+    for (int n = 1;; n = n * 2 > e->p.max_running ? e->p.max_running : n * 2) {
+        for (int i = 0; i < n; i++)
+            e->bseqs[i] = (struct hy_batch_seq){&zero, 1, 0, e->kv->pad_table, 1};
+        if (hy_model_forward_batch_topk(e->m, e->kv, e->scr, e->bseqs, n, e->cand, &err)) {
+            HY_LOGW("engine: recording a %d-sequence step failed: %s", n, err.msg);
+            e->scr->graph_max_blocks = 0;
+            return;
+        }
+        if (n == e->p.max_running)
+            break;
+    }
 }
 
 hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
@@ -304,17 +369,24 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     e->m = m;
     e->p = *p;
-    int64_t n_blocks = p->kv_bytes / block_bytes;
-    n_blocks = n_blocks > HY_KV_MAX_BLOCKS ? HY_KV_MAX_BLOCKS : n_blocks;
-    struct hy_sched_params sp = {p->max_queue, p->max_running, p->max_batch_tokens,
-                                 p->max_seq_tokens, (int)n_blocks, p->block_size};
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->wake, NULL);
-    st = hy_sched_create(&e->sched, &sp, err);
+    /* the scratch first: a pool sized from free device memory comes after it */
+    st = hy_scratch_create(&e->scr, m, p->max_batch_tokens, p->max_running, err);
+    int64_t n_blocks = 0;
+    if (!st)
+        st = pool_blocks(m, p, block_bytes, &n_blocks, err);
+    struct hy_sched_params sp = {p->max_queue, p->max_running, p->max_batch_tokens,
+                                 p->max_seq_tokens, (int)n_blocks, p->block_size};
+    if (!st)
+        st = hy_sched_create(&e->sched, &sp, err);
     if (!st)
         st = hy_kvstore_create(&e->kv, m, (int)n_blocks, p->block_size, err);
-    if (!st)
-        st = hy_scratch_create(&e->scr, m, p->max_batch_tokens, p->max_running, err);
+    if (!st && e->scr->topk_k > 0) {
+        e->cand = malloc((size_t)p->max_running * (size_t)e->scr->topk_k * sizeof *e->cand);
+        if (!e->cand)
+            st = hy_err_set(err, HY_E_NOMEM, "out of memory for sampling candidates");
+    }
     if (!st)
         st = hy_sampler_scratch_init(&e->ss, (int32_t)cf->vocab_size, err);
     if (!st)
@@ -324,6 +396,8 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
     e->logits = malloc((size_t)p->max_running * (size_t)cf->vocab_size * sizeof(float));
     if (!st && (!e->bseqs || !e->results || !e->logits))
         st = hy_err_set(err, HY_E_NOMEM, "out of memory for the step buffers");
+    if (!st && e->cand && m->be->i->step_begin) /* record every decode step shape now */
+        record_steps(e);
     if (!st && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         st = hy_err_set(err, HY_E_NOMEM, "cannot start the engine thread");
     if (st) {
@@ -361,6 +435,7 @@ void hy_engine_destroy(struct hy_engine *e)
     free(e->bseqs);
     free(e->results);
     free(e->logits);
+    free(e->cand);
     hy_sampler_scratch_deinit(&e->ss);
     hy_scratch_destroy(e->scr, e->m);
     hy_kvstore_destroy(e->kv);

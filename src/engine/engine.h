@@ -27,6 +27,8 @@ struct hy_engine_params {
     int max_seq_tokens;   /* prompt + generated tokens of one request (default 4096) */
     int block_size;       /* KV block size in tokens (default 16) */
     int64_t kv_bytes;     /* KV pool size (default 1 GiB); at least one longest request */
+    double kv_fraction;   /* (0, 1]: instead, this share of the device memory free after
+                           * weights and scratch (device backends); 0: use kv_bytes */
 };
 
 /* Defaults as documented above. */
@@ -61,6 +63,7 @@ struct hy_engine_stats {
     int kv_blocks_total, kv_blocks_used, kv_blocks_cached;
     int64_t prefix_lookups, prefix_hits;
     double last_step_s;
+    int64_t samples_full_row; /* tokens sampled from a whole logits row, not candidates */
     int64_t slots_in_use;
 };
 

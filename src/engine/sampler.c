@@ -433,18 +433,25 @@ static size_t top_p_select(struct hy_sampler_scratch *sc, size_t n, double z, do
 
 /* ---- the pipeline ---- */
 
-static void build_top_k(const struct hy_sampler *s, struct hy_sampler_scratch *sc, struct cands *c)
+/* Over the c->n best candidates in val/id, sorted best first: weights and top-p. */
+static void finish_top_k(const struct hy_sampler *s, struct hy_sampler_scratch *sc,
+                         struct cands *c)
 {
-    bool ties;
-    c->n = select_top(sc, s->n_vocab, (size_t)s->p.top_k, &ties);
-    if (ties)
-        c->n = add_ties(sc, s->n_vocab, c->n);
     c->vmax = sc->val[0];
     if (!isfinite(c->vmax))
         return;
     weigh(sc, c->n, c->vmax);
     if (s->p.top_p < 1)
         c->n = top_p_sorted(sc->w, c->n, mass(sc->w, c->n), s->p.top_p);
+}
+
+static void build_top_k(const struct hy_sampler *s, struct hy_sampler_scratch *sc, struct cands *c)
+{
+    bool ties;
+    c->n = select_top(sc, s->n_vocab, (size_t)s->p.top_k, &ties);
+    if (ties)
+        c->n = add_ties(sc, s->n_vocab, c->n);
+    finish_top_k(s, sc, c);
 }
 
 static void build_all(const struct hy_sampler *s, struct hy_sampler_scratch *sc, struct cands *c)
@@ -484,10 +491,11 @@ static void build(const struct hy_sampler *s, struct hy_sampler_scratch *sc, con
     c->z = mass(sc->w, c->n);
 }
 
-int32_t hy_sampler_sample(struct hy_sampler *s, struct hy_sampler_scratch *sc, const float *logits)
+/* A draw from the kept candidates (no randomness for a single one). */
+static int32_t draw(struct hy_sampler *s, const struct hy_sampler_scratch *sc,
+                    const struct cands *c0)
 {
-    struct cands c;
-    build(s, sc, logits, &c);
+    const struct cands c = *c0;
     if (c.n == 1)
         return sc->id[0];
     double target = rng_uniform(s->rng) * c.z, cum = 0;
@@ -501,6 +509,70 @@ int32_t hy_sampler_sample(struct hy_sampler *s, struct hy_sampler_scratch *sc, c
             return sc->id[j];
     }
     return sc->id[last];
+}
+
+int32_t hy_sampler_sample(struct hy_sampler *s, struct hy_sampler_scratch *sc, const float *logits)
+{
+    struct cands c;
+    build(s, sc, logits, &c);
+    return draw(s, sc, &c);
+}
+
+/* The score compute_scores gives id with logit x (NaN already -inf). */
+static float cand_score(const struct hy_sampler *s, float x, int32_t id, float t)
+{
+    if (x != x)
+        return -INFINITY;
+    if ((s->seen[id >> 6] >> (id & 63)) & 1)
+        return (x < 0 ? x * s->p.repetition_penalty : x / s->p.repetition_penalty) / t;
+    return t == 1.0f ? x : x / t;
+}
+
+/* Every id outside the k candidates has a logit <= the last candidate's, and a penalty
+ * >= 1 only lowers scores, so no outside id scores above `bound`, the last candidate's
+ * unpenalized score. A choice whose cut-off score is strictly above bound is then the
+ * whole vocabulary's choice, made by the same arithmetic in the same order. */
+bool hy_sampler_sample_cands(struct hy_sampler *s, struct hy_sampler_scratch *sc,
+                             const struct hy_cand *cand, int k, int32_t *out)
+{
+    const struct hy_sampler_params *p = &s->p;
+    const bool greedy = p->temperature == 0;
+    const float t = greedy ? 1.0f : p->temperature;
+    if (k < 1 || k > sc->n_vocab || p->repetition_penalty < 1)
+        return false;
+    if (!greedy && (p->top_k <= 0 || p->top_k >= s->n_vocab || p->top_k > k))
+        return false; /* needs the whole vocabulary */
+    const float last = cand[k - 1].val;
+    if (!isfinite(last))
+        return false;
+    const float bound = t == 1.0f ? last : last / t;
+    for (int j = 0; j < k; j++) { /* insertion sort by score, then id */
+        HY_ASSERT(cand[j].id >= 0 && cand[j].id < s->n_vocab);
+        float v = cand_score(s, cand[j].val, cand[j].id, t);
+        int i = j;
+        for (; i > 0 && better(v, cand[j].id, sc->val[i - 1], sc->id[i - 1]); i--)
+            sc->val[i] = sc->val[i - 1], sc->id[i] = sc->id[i - 1];
+        sc->val[i] = v, sc->id[i] = cand[j].id;
+    }
+    struct cands c = {0};
+    if (greedy) {
+        if (!(sc->val[0] > bound))
+            return false;
+        *out = sc->id[0];
+        return true;
+    }
+    c.n = (size_t)p->top_k;
+    const float cut = sc->val[c.n - 1];
+    if (!(cut > bound))
+        return false;
+    while (c.n < (size_t)k && sc->val[c.n] == cut) /* ties at the k-th score are kept */
+        c.n++;
+    finish_top_k(s, sc, &c);
+    if (!isfinite(c.vmax))
+        return false;
+    c.z = mass(sc->w, c.n);
+    *out = draw(s, sc, &c);
+    return true;
 }
 
 void hy_sampler_dist(const struct hy_sampler *s, struct hy_sampler_scratch *sc, const float *logits,

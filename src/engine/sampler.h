@@ -11,8 +11,10 @@
 #ifndef HY_ENGINE_SAMPLER_H
 #define HY_ENGINE_SAMPLER_H
 
+#include "backend/backend.h"
 #include "core/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +65,14 @@ void hy_sampler_accept(struct hy_sampler *s, int32_t id);
 /* Chooses the next id from n_vocab logits (read only; NaN counts as -inf). Does not
  * accept it: the caller appends it and calls hy_sampler_accept. */
 int32_t hy_sampler_sample(struct hy_sampler *s, struct hy_sampler_scratch *sc, const float *logits);
+/* The same choice from the k best logits only (struct hy_cand, best first by value then
+ * id, NaN as -inf: what a backend's topk op gives), when they are enough to make it
+ * exactly as hy_sampler_sample would from the whole row: then *out is set, the PRNG
+ * advanced as hy_sampler_sample would, and true returned. false (nothing changed) when
+ * the whole row is needed: top_k off or above k, a penalty below 1, or a cut-off that an
+ * id outside the k could reach. */
+bool hy_sampler_sample_cands(struct hy_sampler *s, struct hy_sampler_scratch *sc,
+                             const struct hy_cand *cand, int k, int32_t *out);
 /* The distribution hy_sampler_sample draws from: probs[n_vocab], zero for removed ids
  * (one-hot for greedy). For tests and debugging; changes no state. */
 void hy_sampler_dist(const struct hy_sampler *s, struct hy_sampler_scratch *sc, const float *logits,

@@ -121,19 +121,24 @@ static int pack(const struct step *st, const struct hy_batch_seq *seqs, struct h
     return n_out;
 }
 
-hy_status hy_model_forward_batch(const struct hy_model *m, struct hy_kvstore *kv,
-                                 struct hy_scratch *s, const struct hy_batch_seq *seqs, int n_seqs,
-                                 float *logits, struct hy_err *err)
+/* Everything of a step but getting the logits out: the layers, then the final norm and
+ * the head over the wanted rows into s->logits. Returns the number of logit rows, or -1
+ * (err set, nothing changed). With key > 0 the ops run as one recorded step (step_begin /
+ * step_end), the head's candidates included when cand_k > 0; cand_k < 0 skips the head. */
+static int run_step(const struct hy_model *m, struct hy_kvstore *kv, struct hy_scratch *s,
+                    const struct hy_batch_seq *seqs, int n_seqs, int key, int cand_k,
+                    struct hy_err *err)
 {
     struct step st = {m, m->be, kv, s, 0, n_seqs};
     int n_out = pack(&st, seqs, err);
     if (n_out < 0)
-        return HY_E_RANGE;
+        return -1;
     for (int i = 0; i < n_seqs; i++)
         st.T += seqs[i].n_tokens;
     const struct hy_config *cf = &m->cfg;
     const struct hy_backend_i *op = m->be->i;
     const int d = (int)cf->hidden_size;
+    bool recorded = key > 0 && op->step_begin(m->be, s, key, s->graph_max_blocks);
 
     op->embed(m->be, s->x, &m->tok_embd, s->ids, st.T); /* [T, d], no embedding scale */
     dump(&st, "embd", -1, s->x, st.T, d);
@@ -141,13 +146,85 @@ hy_status hy_model_forward_batch(const struct hy_model *m, struct hy_kvstore *kv
         attn_block(&st, il);
         ffn_block(&st, il);
     }
-    if (n_out == 0 || !logits)
-        return HY_OK;
-    /* final norm and head, only over the rows whose logits are wanted */
-    op->copy_rows(m->be, s->h, s->x, s->rows, n_out, d);
-    op->rmsnorm(m->be, s->h, s->h, &m->out_norm, n_out, d, (float)cf->rms_norm_eps);
-    dump(&st, "out_norm", -1, s->h, n_out, d);
-    op->matmul(m->be, s->logits, s->h, &m->lm_head, n_out); /* [n_out, vocab] */
-    op->download(m->be, logits, s->logits, (size_t)n_out * cf->vocab_size * sizeof(float));
+    if (n_out > 0 && cand_k >= 0) {
+        /* final norm and head, only over the rows whose logits are wanted */
+        op->copy_rows(m->be, s->h, s->x, s->rows, n_out, d);
+        op->rmsnorm(m->be, s->h, s->h, &m->out_norm, n_out, d, (float)cf->rms_norm_eps);
+        dump(&st, "out_norm", -1, s->h, n_out, d);
+        op->matmul(m->be, s->logits, s->h, &m->lm_head, n_out); /* [n_out, vocab] */
+        if (cand_k > 0)
+            op->topk(m->be, s->cand, s->logits, n_out, cf->vocab_size, cand_k, s->topk_scratch);
+    }
+    if (recorded)
+        op->step_end(m->be);
+    return n_out;
+}
+
+hy_status hy_model_forward_batch(const struct hy_model *m, struct hy_kvstore *kv,
+                                 struct hy_scratch *s, const struct hy_batch_seq *seqs, int n_seqs,
+                                 float *logits, struct hy_err *err)
+{
+    int n_out = run_step(m, kv, s, seqs, n_seqs, 0, logits ? 0 : -1, err);
+    if (n_out < 0)
+        return HY_E_RANGE;
+    if (n_out > 0 && logits)
+        m->be->i->download(m->be, logits, s->logits,
+                           (size_t)n_out * (size_t)m->cfg.vocab_size * sizeof(float));
     return HY_OK;
+}
+
+/* The key a step is recorded under, with s->pad_seqs holding it padded; 0 when it is not
+ * a step to record (prefill tokens, no recording backend, a dump hook, too long a table). */
+static int pad_for_recording(const struct hy_model *m, struct hy_kvstore *kv,
+                             struct hy_scratch *s, const struct hy_batch_seq *seqs, int n_seqs)
+{
+    static const int32_t pad_id = 0;
+    if (!m->be->i->step_begin || s->graph_max_blocks <= 0 || s->dump || n_seqs < 1 ||
+        n_seqs > s->max_seqs || (s->graph_kv && s->graph_kv != kv))
+        return 0;
+    s->graph_kv = kv; /* recordings hold its pool's addresses: only ever this one */
+    for (int i = 0; i < n_seqs; i++)
+        if (seqs[i].n_tokens != 1 || seqs[i].n_logits != 1 || seqs[i].pos0 < 0 ||
+            seqs[i].pos0 / kv->block_size >= s->graph_max_blocks)
+            return 0;
+    int P = 1;
+    while (P < n_seqs)
+        P <<= 1;
+    if (P > s->max_seqs)
+        P = s->max_seqs;
+    memcpy(s->pad_seqs, seqs, (size_t)n_seqs * sizeof *seqs);
+    for (int i = n_seqs; i < P; i++)
+        s->pad_seqs[i] = (struct hy_batch_seq){&pad_id, 1, 0, kv->pad_table, 1};
+    return P;
+}
+
+hy_status hy_model_forward_batch_topk(const struct hy_model *m, struct hy_kvstore *kv,
+                                      struct hy_scratch *s, const struct hy_batch_seq *seqs,
+                                      int n_seqs, struct hy_cand *cand, struct hy_err *err)
+{
+    HY_ASSERT(s->topk_k > 0 && s->cand);
+    for (int i = 0; i < n_seqs; i++)
+        if (seqs[i].n_logits > 1)
+            return hy_err_set(err, HY_E_RANGE, "sequence %d wants %d logit rows; candidates "
+                              "take at most 1 per sequence", i, seqs[i].n_logits);
+    int n_real = 0;
+    for (int i = 0; i < n_seqs; i++)
+        n_real += seqs[i].n_logits;
+    int key = pad_for_recording(m, kv, s, seqs, n_seqs);
+    int n_out = key > 0 ? run_step(m, kv, s, s->pad_seqs, key, key, s->topk_k, err)
+                        : run_step(m, kv, s, seqs, n_seqs, 0, s->topk_k, err);
+    if (n_out < 0)
+        return HY_E_RANGE;
+    if (n_real > 0) /* the real rows come first; padding rows after them */
+        m->be->i->download(m->be, cand, s->cand,
+                           (size_t)n_real * (size_t)s->topk_k * sizeof *cand);
+    return HY_OK;
+}
+
+void hy_model_logits_row(const struct hy_model *m, const struct hy_scratch *s, int row,
+                         float *dst)
+{
+    HY_ASSERT(row >= 0 && row < s->max_tokens);
+    const size_t V = (size_t)m->cfg.vocab_size;
+    m->be->i->download(m->be, dst, s->logits + (size_t)row * V, V * sizeof(float));
 }

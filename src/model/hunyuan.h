@@ -39,6 +39,7 @@ struct hy_model {
     struct hy_config cfg;
     struct hy_backend *be;           /* borrowed; outlives the model */
     struct hy_st *st;                /* owned: the mapped checkpoint files */
+    struct hy_gguf *gguf;            /* owned: the mapped GGUF file (then st is NULL) */
     struct hy_weight tok_embd;       /* [vocab, hidden] */
     struct hy_weight out_norm;       /* [hidden] model.norm */
     struct hy_weight lm_head;        /* [vocab, hidden]; = tok_embd when tied */
@@ -64,8 +65,12 @@ struct hy_kvstore {
     int n_blocks, block_size;
     int64_t kvd;      /* n_kv * head_dim floats per row */
     int n_layers;
-    float **k, **v;   /* [n_layers] backend memory, each [n_blocks*block_size, kvd] */
+    float **k, **v;   /* [n_layers] backend memory, each [(n_blocks+1)*block_size, kvd] */
     struct hy_backend *be;
+    /* Block n_blocks is never handed out: the padding rows of a recorded step write and
+     * read it (pad_table is its one-entry block table). */
+    int pad_block;
+    int32_t pad_table[1];
 };
 
 /* One sequence's part of a batched step. */
@@ -91,9 +96,24 @@ struct hy_scratch {
     float *logits; /* [T, vocab] */
     int32_t *ids, *pos, *slots, *rows; /* host [T]: packed ids, positions, pool rows, logit rows */
     struct hy_attn_seq *aseqs;          /* host [max_seqs] */
+    /* Sampling candidates (backends with the topk op; else cand is NULL, topk_k 0). */
+    int topk_k;                 /* candidates per row, <= HY_TOPK_K */
+    struct hy_cand *cand;       /* backend [max_seqs, topk_k] */
+    void *topk_scratch;         /* backend, the op's scratch */
+    /* Recorded decode steps (backends with step_begin): 0 turns them off; else the block
+     * table length every sequence of such a step stays within (the caller's longest
+     * sequence / block_size). Set by the caller after creation. Recordings belong to the
+     * scratch and hold the addresses of the model's weights and of the first kvstore a
+     * recorded step used; steps with another kvstore are not recorded. */
+    int graph_max_blocks;
+    const struct hy_kvstore *graph_kv; /* the pool recorded steps use (set at the first) */
+    struct hy_batch_seq *pad_seqs; /* host [max_seqs]: a decode step padded to its key */
     hy_dump_fn dump;
     void *dump_ctx;
 };
+
+/* Most sampling candidates per row a step hands back (hy_model_forward_batch_topk). */
+#define HY_TOPK_K 32
 
 /* A single sequence with its own private KV blocks: for `hymt generate`, tests and tools
  * that run one sequence. Built on the batched, paged forward pass. */
@@ -141,6 +161,19 @@ void hy_scratch_destroy(struct hy_scratch *s, const struct hy_model *m); /* acce
 hy_status hy_model_forward_batch(const struct hy_model *m, struct hy_kvstore *kv,
                                  struct hy_scratch *s, const struct hy_batch_seq *seqs, int n_seqs,
                                  float *logits, struct hy_err *err);
+
+/* Like hy_model_forward_batch, but the logits stay in backend memory and the s->topk_k
+ * best of each wanted row (struct hy_cand, best first, NaN as -inf) go to host memory
+ * cand [sum of n_logits, topk_k]. Needs s->topk_k > 0 and n_logits <= 1 per sequence.
+ * When the backend records steps and s->graph_max_blocks > 0, a step of decode tokens
+ * only (n_tokens = n_logits = 1) is padded to the next power of two (at most
+ * s->max_seqs) with rows on the pool's padding block and replayed from a recording. */
+hy_status hy_model_forward_batch_topk(const struct hy_model *m, struct hy_kvstore *kv,
+                                      struct hy_scratch *s, const struct hy_batch_seq *seqs,
+                                      int n_seqs, struct hy_cand *cand, struct hy_err *err);
+/* Downloads row `row` (< the number of wanted rows) of the last step's logits, [vocab]. */
+void hy_model_logits_row(const struct hy_model *m, const struct hy_scratch *s, int row,
+                         float *dst);
 
 hy_status hy_ctx_create(struct hy_ctx **out, const struct hy_model *m, int n_ctx, int max_tokens,
                         struct hy_err *err);

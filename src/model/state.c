@@ -24,7 +24,7 @@ hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, i
 {
     *out = NULL;
     const struct hy_config *cf = &m->cfg;
-    if (n_blocks < 1 || block_size < 1 || (int64_t)n_blocks * block_size > INT32_MAX)
+    if (n_blocks < 1 || block_size < 1 || ((int64_t)n_blocks + 1) * block_size > INT32_MAX)
         return hy_err_set(err, HY_E_RANGE, "KV pool of %d blocks of %d tokens is invalid",
                           n_blocks, block_size);
     struct hy_kvstore *kv = calloc(1, sizeof *kv);
@@ -38,7 +38,10 @@ hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, i
     kv->k = calloc((size_t)kv->n_layers, sizeof *kv->k);
     kv->v = calloc((size_t)kv->n_layers, sizeof *kv->v);
     bool ok = kv->k && kv->v;
-    size_t rows = (size_t)n_blocks * (size_t)block_size;
+    /* one block more than asked: the padding block of recorded steps (hunyuan.h) */
+    kv->pad_block = n_blocks;
+    kv->pad_table[0] = n_blocks;
+    size_t rows = (size_t)(n_blocks + 1) * (size_t)block_size;
     for (int i = 0; ok && i < kv->n_layers; i++) {
         kv->k[i] = balloc(m->be, rows * (size_t)kv->kvd, &ok);
         kv->v[i] = balloc(m->be, rows * (size_t)kv->kvd, &ok);
@@ -97,7 +100,17 @@ hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, i
     s->slots = calloc(T, sizeof *s->slots);
     s->rows = calloc(T, sizeof *s->rows);
     s->aseqs = calloc((size_t)max_seqs, sizeof *s->aseqs);
-    if (!ok || !s->ids || !s->pos || !s->slots || !s->rows || !s->aseqs) {
+    s->pad_seqs = calloc((size_t)max_seqs, sizeof *s->pad_seqs);
+    const struct hy_backend_i *op = m->be->i;
+    if (ok && op->topk) { /* sampling candidates on the backend: rows are <= max_seqs */
+        s->topk_k = op->max_topk(cf->vocab_size) < HY_TOPK_K ? op->max_topk(cf->vocab_size)
+                                                              : HY_TOPK_K;
+        s->cand = m->be->i->alloc(m->be, (size_t)max_seqs * (size_t)s->topk_k * sizeof *s->cand);
+        s->topk_scratch =
+            m->be->i->alloc(m->be, op->topk_scratch_bytes(cf->vocab_size, max_seqs, s->topk_k));
+        ok = s->cand && s->topk_scratch;
+    }
+    if (!ok || !s->ids || !s->pos || !s->slots || !s->rows || !s->aseqs || !s->pad_seqs) {
         hy_scratch_destroy(s, m);
         return hy_err_set(err, HY_E_NOMEM, "out of memory for a %d-token step", max_tokens);
     }
@@ -117,6 +130,11 @@ void hy_scratch_destroy(struct hy_scratch *s, const struct hy_model *m)
     free(s->slots);
     free(s->rows);
     free(s->aseqs);
+    free(s->pad_seqs);
+    if (m->be->i->step_forget)
+        m->be->i->step_forget(m->be, s);
+    bfree(m->be, s->cand);
+    bfree(m->be, s->topk_scratch);
     free(s);
 }
 

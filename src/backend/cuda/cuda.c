@@ -12,6 +12,10 @@
 #define CUBLAS_WORKSPACE ((size_t)32 << 20) /* cuBLAS' recommendation for Hopper */
 #define UPLOAD_CHUNK ((size_t)8 << 20)      /* elements converted on the host per copy */
 #define STAGE_REUSE 8                        /* ring slots remembered for reuse */
+#define MAX_GRAPHS 64                        /* recorded steps kept (by owner and key) */
+
+/* Inside a step (step_begin .. step_end): recording a CUDA graph, or replaying one. */
+enum step_mode { STEP_NONE, STEP_RECORD, STEP_REPLAY };
 
 struct cuda_ctx {
     int device;
@@ -26,8 +30,15 @@ struct cuda_ctx {
      * with the same contents (a step's positions / pool slots / block tables, which every
      * layer passes) reuses the device copy instead of another copy. A slot's host bytes stay
      * as they were sent until the ring wraps, which empties this list. */
-    struct { size_t at, n; } sent[STAGE_REUSE];
+    struct { size_t at, n; const void *src; } sent[STAGE_REUSE];
     int n_sent, sent_next;
+    /* Recorded steps. Inside a step the ring starts at 0 and a host array is reused by its
+     * address (src) instead of its contents, so that the ring offsets, and so the copies a
+     * graph holds, depend on the op sequence alone. */
+    enum step_mode mode;
+    int step_max_blocks;
+    struct { const void *owner; int key; cudaGraphExec_t exec; } graphs[MAX_GRAPHS];
+    int n_graphs, graph_at;
     uint16_t *xbf;      /* device [xbf_cap] bf16 matmul input */
     size_t xbf_cap;
 };
@@ -52,6 +63,7 @@ static int32_t *stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev)
 {
     HY_ASSERT(n <= c->stage_cap);
     if (c->stage_head + n > c->stage_cap) {
+        HY_ASSERT(c->mode == STEP_NONE); /* a recorded step must fit the ring */
         HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
         c->stage_head = 0;
         c->n_sent = c->sent_next = 0; /* the slots will be overwritten */
@@ -64,16 +76,19 @@ static int32_t *stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev)
     return c->stage_h + at;
 }
 
-/* Enqueues the copy of a filled slot to the device, and remembers the slot for reuse. */
-static void stage_send(struct cuda_ctx *c, const int32_t *host, size_t n)
+/* Enqueues the copy of a filled slot to the device (a replayed step's graph holds it
+ * already), and remembers the slot, filled from src, for reuse. */
+static void stage_send(struct cuda_ctx *c, const int32_t *host, size_t n, const void *src)
 {
     size_t at = (size_t)(host - c->stage_h);
     if (!n)
         return;
-    HY_CUDA_CHECK(cudaMemcpyAsync(c->stage_d + at, host, n * sizeof(int32_t),
-                                  cudaMemcpyHostToDevice, c->stream));
+    if (c->mode != STEP_REPLAY)
+        HY_CUDA_CHECK(cudaMemcpyAsync(c->stage_d + at, host, n * sizeof(int32_t),
+                                      cudaMemcpyHostToDevice, c->stream));
     c->sent[c->sent_next].at = at;
     c->sent[c->sent_next].n = n;
+    c->sent[c->sent_next].src = src;
     c->sent_next = (c->sent_next + 1) % STAGE_REUSE;
     if (c->n_sent < STAGE_REUSE)
         c->n_sent++;
@@ -85,6 +100,11 @@ static const int32_t *stage_find(const struct cuda_ctx *c, const int32_t *a, siz
 {
     for (int i = 0; i < c->n_sent; i++) {
         const int32_t *h = c->stage_h + c->sent[i].at;
+        if (c->mode != STEP_NONE) { /* inside a step, the same host array is the same */
+            if (c->sent[i].src == a && c->sent[i].n == n)
+                return c->stage_d + c->sent[i].at;
+            continue;
+        }
         if (c->sent[i].n == n && h != a && memcmp(h, a, n * sizeof *a) == 0)
             return c->stage_d + c->sent[i].at;
     }
@@ -99,8 +119,14 @@ static const int32_t *stage(struct cuda_ctx *c, const int32_t *a, size_t n)
         return dev;
     int32_t *h = stage_reserve(c, n, &dev);
     memcpy(h, a, n * sizeof *a);
-    stage_send(c, h, n);
+    stage_send(c, h, n, a);
     return dev;
+}
+
+/* Whether ops only take in their index arrays: a replayed step launches at step_end. */
+static bool replaying(const struct cuda_ctx *c)
+{
+    return c->mode == STEP_REPLAY;
 }
 
 static void *cuda_alloc(struct hy_backend *be, size_t bytes)
@@ -124,6 +150,7 @@ static void cuda_free(struct hy_backend *be, void *p)
 static void cuda_upload(struct hy_backend *be, void *dst, const void *src, size_t bytes)
 {
     struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(c->mode == STEP_NONE);
     HY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
     HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
 }
@@ -131,6 +158,7 @@ static void cuda_upload(struct hy_backend *be, void *dst, const void *src, size_
 static void cuda_download(struct hy_backend *be, void *dst, const void *src, size_t bytes)
 {
     struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(c->mode == STEP_NONE);
     HY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
 }
@@ -192,6 +220,8 @@ static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight
     for (int t = 0; t < T; t++)
         HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
     const int32_t *d_ids = stage(c, ids, (size_t)T);
+    if (replaying(c))
+        return;
     if (table->dtype == HY_DTYPE_F32) /* a one-row table (weight_upload keeps it float32) */
         hy_cuda_gather_rows(c->stream, out, table->data, d_ids, T, table->cols);
     else
@@ -203,6 +233,8 @@ static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
 {
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
+    if (replaying(c))
+        return;
     hy_cuda_rmsnorm(c->stream, out, x, w->data, rows, d, eps);
 }
 
@@ -212,7 +244,7 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(w->rows <= INT32_MAX && w->cols <= INT32_MAX);
     HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32);
-    if (T <= 0)
+    if (T <= 0 || replaying(c))
         return;
     if (w->dtype == HY_DTYPE_F32)
         hy_cuda_matmul_f32(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T);
@@ -226,11 +258,15 @@ static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
 {
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(hd % 2 == 0 && T >= 0);
-    hy_cuda_rope(c->stream, x, stage(c, pos, (size_t)T), T, n_heads, hd, inv_freq);
+    const int32_t *d_pos = stage(c, pos, (size_t)T);
+    if (!replaying(c))
+        hy_cuda_rope(c->stream, x, d_pos, T, n_heads, hd, inv_freq);
 }
 
 /* Stages, per query row, (row, keys it sees, offset of its block table) and then every
- * sequence's block table (the blocks covering positions 0 .. pos0+n_tokens-1). */
+ * sequence's block table (the blocks covering positions 0 .. pos0+n_tokens-1). Inside a
+ * step every table takes step_max_blocks entries, so the staged size depends on the row
+ * count alone, and the staging is done once per step (every layer passes the same seqs). */
 static void cuda_attention(struct hy_backend *be, float *out, const float *q,
                            const float *k_pool, const float *v_pool, int bs,
                            const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv,
@@ -239,37 +275,44 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(n_kv > 0 && n_head % n_kv == 0 && bs > 0);
     HY_ASSERT(hd > 0 && hd <= HY_CUDA_MAX_HEAD_DIM);
+    const bool in_step = c->mode != STEP_NONE;
     size_t R = 0, nb = 0;
     for (int i = 0; i < n_seqs; i++) {
         HY_ASSERT(seqs[i].pos0 >= 0 && seqs[i].n_tokens >= 0 && seqs[i].row >= 0);
+        int n = (seqs[i].pos0 + seqs[i].n_tokens + bs - 1) / bs;
+        HY_ASSERT(!in_step || n <= c->step_max_blocks);
         R += (size_t)seqs[i].n_tokens;
-        nb += (size_t)((seqs[i].pos0 + seqs[i].n_tokens + bs - 1) / bs);
+        nb += in_step ? (size_t)c->step_max_blocks : (size_t)n;
     }
     if (R == 0)
         return;
-    const int32_t *dev;
-    int32_t *h = stage_reserve(c, 3 * R + nb, &dev);
-    int32_t *bt = h + 3 * R, r = 0, off = 0;
-    for (int i = 0; i < n_seqs; i++) {
-        const struct hy_attn_seq *s = &seqs[i];
-        int n = (s->pos0 + s->n_tokens + bs - 1) / bs;
-        memcpy(bt + off, s->blocks, (size_t)n * sizeof *bt);
-        for (int t = 0; t < s->n_tokens; t++, r++) {
-            h[3 * r] = s->row + t;
-            h[3 * r + 1] = s->pos0 + t + 1;
-            h[3 * r + 2] = off;
+    const int32_t *dev = in_step ? stage_find(c, (const int32_t *)(const void *)seqs, 3 * R + nb)
+                                 : NULL;
+    if (!dev) {
+        int32_t *h = stage_reserve(c, 3 * R + nb, &dev);
+        int32_t *bt = h + 3 * R, r = 0, off = 0;
+        for (int i = 0; i < n_seqs; i++) {
+            const struct hy_attn_seq *s = &seqs[i];
+            int n = (s->pos0 + s->n_tokens + bs - 1) / bs;
+            memcpy(bt + off, s->blocks, (size_t)n * sizeof *bt);
+            for (int t = 0; t < s->n_tokens; t++, r++) {
+                h[3 * r] = s->row + t;
+                h[3 * r + 1] = s->pos0 + t + 1;
+                h[3 * r + 2] = off;
+            }
+            off += in_step ? c->step_max_blocks : n;
         }
-        off += n;
+        const int32_t *again = in_step ? NULL : stage_find(c, h, 3 * R + nb);
+        if (again) { /* every layer after the first */
+            c->stage_head = (size_t)(h - c->stage_h); /* give the slot just reserved back */
+            dev = again;
+        } else {
+            stage_send(c, h, 3 * R + nb, seqs);
+        }
     }
-    const int32_t *again = stage_find(c, h, 3 * R + nb); /* every layer after the first */
-    if (again) {
-        c->stage_head = (size_t)(h - c->stage_h); /* give the slot just reserved back */
-        dev = again;
-    } else {
-        stage_send(c, h, 3 * R + nb);
-    }
-    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 3 * R, (int)R, n_head,
-                      n_kv, hd, scale);
+    if (!replaying(c))
+        hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 3 * R, (int)R,
+                          n_head, n_kv, hd, scale);
 }
 
 static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
@@ -277,7 +320,9 @@ static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
 {
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(T >= 0);
-    hy_cuda_scatter_rows(c->stream, pool, rows, stage(c, slots, (size_t)T), T, cols);
+    const int32_t *d_slots = stage(c, slots, (size_t)T);
+    if (!replaying(c))
+        hy_cuda_scatter_rows(c->stream, pool, rows, d_slots, T, cols);
 }
 
 static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
@@ -290,18 +335,102 @@ static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
         hi = idx[i] > hi ? idx[i] : hi;
     /* rows are copied in parallel: source and destination must not overlap */
     HY_ASSERT(n == 0 || dst + (int64_t)n * cols <= src || src + ((int64_t)hi + 1) * cols <= dst);
-    hy_cuda_gather_rows(c->stream, dst, src, stage(c, idx, (size_t)n), n, cols);
+    const int32_t *d_idx = stage(c, idx, (size_t)n);
+    if (!replaying(c))
+        hy_cuda_gather_rows(c->stream, dst, src, d_idx, n, cols);
 }
 
 static void cuda_silu_mul(struct hy_backend *be, float *out, const float *gate, const float *up,
                           int64_t n)
 {
-    hy_cuda_silu_mul(ctx_of(be)->stream, out, gate, up, n);
+    struct cuda_ctx *c = ctx_of(be);
+    if (!replaying(c))
+        hy_cuda_silu_mul(c->stream, out, gate, up, n);
 }
 
 static void cuda_add(struct hy_backend *be, float *x, const float *y, int64_t n)
 {
-    hy_cuda_add(ctx_of(be)->stream, x, y, n);
+    struct cuda_ctx *c = ctx_of(be);
+    if (!replaying(c))
+        hy_cuda_add(c->stream, x, y, n);
+}
+
+static void cuda_topk(struct hy_backend *be, struct hy_cand *cand, const float *logits, int rows,
+                      int64_t vocab, int k, void *scratch)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(rows >= 0 && k >= 1 && k <= hy_cuda_topk_max_k(vocab));
+    if (!replaying(c))
+        hy_cuda_topk(c->stream, (uint32_t *)cand, logits, rows, vocab, k, scratch);
+}
+
+static int cuda_max_topk(int64_t vocab)
+{
+    return hy_cuda_topk_max_k(vocab);
+}
+
+static size_t cuda_topk_scratch_bytes(int64_t vocab, int rows, int k)
+{
+    return hy_cuda_topk_scratch_bytes(vocab, rows, k);
+}
+
+/* Waits for the stream, rewinds the ring and either replays key's graph or records one
+ * (thread-local capture: other threads may still query the device, e.g. /metrics). */
+static bool cuda_step_begin(struct hy_backend *be, const void *owner, int key, int max_blocks)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(c->mode == STEP_NONE && max_blocks > 0);
+    c->graph_at = -1;
+    for (int i = 0; i < c->n_graphs; i++)
+        if (c->graphs[i].owner == owner && c->graphs[i].key == key)
+            c->graph_at = i;
+    if (c->graph_at < 0 && c->n_graphs == MAX_GRAPHS)
+        return false;
+    HY_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* the ring is free from 0 */
+    c->stage_head = 0;
+    c->n_sent = c->sent_next = 0;
+    c->step_max_blocks = max_blocks;
+    if (c->graph_at >= 0) {
+        c->mode = STEP_REPLAY;
+        return true;
+    }
+    if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    c->mode = STEP_RECORD;
+    c->graphs[c->n_graphs].owner = owner;
+    c->graphs[c->n_graphs].key = key;
+    return true;
+}
+
+static void cuda_step_forget(struct hy_backend *be, const void *owner)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(c->mode == STEP_NONE);
+    int n = 0;
+    for (int i = 0; i < c->n_graphs; i++) {
+        if (c->graphs[i].owner == owner)
+            HY_CUDA_CHECK(cudaGraphExecDestroy(c->graphs[i].exec));
+        else
+            c->graphs[n++] = c->graphs[i];
+    }
+    c->n_graphs = n;
+}
+
+static void cuda_step_end(struct hy_backend *be)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(c->mode != STEP_NONE);
+    if (c->mode == STEP_RECORD) {
+        cudaGraph_t g = NULL;
+        HY_CUDA_CHECK(cudaStreamEndCapture(c->stream, &g));
+        HY_CUDA_CHECK(cudaGraphInstantiate(&c->graphs[c->n_graphs].exec, g, 0));
+        HY_CUDA_CHECK(cudaGraphDestroy(g));
+        c->graph_at = c->n_graphs++;
+    }
+    c->mode = STEP_NONE;
+    HY_CUDA_CHECK(cudaGraphLaunch(c->graphs[c->graph_at].exec, c->stream));
 }
 
 static void cuda_destroy(struct hy_backend *be)
@@ -313,6 +442,8 @@ static void cuda_destroy(struct hy_backend *be)
         cudaSetDevice(c->device);
         if (c->stream)
             HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        for (int i = 0; i < c->n_graphs; i++)
+            HY_CUDA_CHECK(cudaGraphExecDestroy(c->graphs[i].exec));
         if (c->blas)
             HY_CUBLAS_CHECK(cublasDestroy(c->blas));
         if (c->blas_ws)
@@ -360,6 +491,12 @@ static const struct hy_backend_i cuda_iface = {
     .silu_mul = cuda_silu_mul,
     .add = cuda_add,
     .weight_upload = cuda_weight_upload,
+    .topk = cuda_topk,
+    .max_topk = cuda_max_topk,
+    .topk_scratch_bytes = cuda_topk_scratch_bytes,
+    .step_begin = cuda_step_begin,
+    .step_end = cuda_step_end,
+    .step_forget = cuda_step_forget,
     .mem_info = cuda_mem_info,
 };
 

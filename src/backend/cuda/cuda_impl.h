@@ -42,6 +42,14 @@ void hy_cuda_silu_mul(cudaStream_t st, float *out, const float *gate, const floa
 void hy_cuda_add(cudaStream_t st, float *x, const float *y, int64_t n);
 void hy_cuda_f32_to_bf16(cudaStream_t st, uint16_t *dst, const float *src, int64_t n);
 
+/* topk.cu: the k best of each logits row into cand [rows, k] (value bits, id) pairs, value
+ * descending then id ascending, NaN as -inf; k <= hy_cuda_topk_max_k(vocab); scratch of
+ * hy_cuda_topk_scratch_bytes(vocab, rows, k) bytes. */
+void hy_cuda_topk(cudaStream_t st, uint32_t *cand, const float *logits, int rows, int64_t vocab,
+                  int k, void *scratch);
+int hy_cuda_topk_max_k(int64_t vocab);
+size_t hy_cuda_topk_scratch_bytes(int64_t vocab, int rows, int k);
+
 /* norm.cu: w is float32 [d]. */
 void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w, int64_t rows,
                      int64_t d, float eps);
