@@ -24,25 +24,13 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 # appends a generate run's output to gen7b.log and its info lines to the summary
 keep() { cat "$OUT/gen.txt" >>"$OUT/gen7b.log"; grep -E "info" "$OUT/gen.txt" | tee -a "$OUT/summary.txt"; }
 
-if ! pkg-config --exists jansson oniguruma libutf8proc libmicrohttpd 2>/dev/null && [ -d .gpudeps ]; then
-    D=/tmp/gpudeps
-    mkdir -p $D
-    for f in .gpudeps/*.deb; do dpkg -x "$f" $D; done
-    # libmicrohttpd.pc names gnutls only for static links; we have no gnutls.pc
-    sed -i '/^Requires.private:/d' $D/usr/lib/x86_64-linux-gnu/pkgconfig/libmicrohttpd.pc
-    # libmicrohttpd.so.12 needs libgnutls.so.30: the system's if it has one, else carried
-    ldconfig -p | grep -q 'libgnutls.so.30 ' || for f in .gpudeps/gnutls/*.deb; do dpkg -x "$f" $D; done
-    export PATH="$D/usr/bin:$PATH" PKG_CONFIG_LIBDIR="$D/usr/lib/x86_64-linux-gnu/pkgconfig"
-    export PKG_CONFIG_SYSROOT_DIR="$D" LD_LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-    export CPATH="$D/usr/include" LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu"
-    log "build deps from .gpudeps ($(pkg-config --modversion jansson oniguruma libutf8proc libmicrohttpd | tr '\n' ' '); system gnutls: $(ldconfig -p | grep -c 'libgnutls.so.30 '))"
-fi
+. bench/gpu_deps.sh
 log "machine: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader), $(nproc) cores, $(date -u +%FT%TZ)"
 
 if has build; then
     t=$(date +%s)
     { cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DHYMT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
-        cmake --build $B -j "$(nproc)" --target hymt cuda_ops_test cuda_model_test; } >"$OUT/build.log" 2>&1
+        cmake --build $B -j "$(nproc)" --target hymt cuda_ops_test cuda_model_test cuda_step_test cuda_memory_test; } >"$OUT/build.log" 2>&1
     log "build: exit $? in $(($(date +%s) - t)) s"
     grep -E "error|warning" "$OUT/build.log" | head -20
 fi
