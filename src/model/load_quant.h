@@ -1,0 +1,61 @@
+/* load_quant.h: quantized checkpoints, and fp8 quantization at load, turned into weights the
+ * CPU kernels run (model doc section 6, issue 7 item 3).
+ *
+ * hy_quant_prepare runs between opening the safetensors set and binding the weights
+ * (hy_model_load_opts). It reads the folder's quantization config (formats/quant_config.h)
+ * and puts in-memory tensors into the set (hy_st_put) under the names the binder looks for,
+ * so nothing else in the loader changes:
+ *
+ * - fp8 checkpoints (compressed-tensors / AngelSlim, and any F8_E4M3 tensor): each
+ *   `<linear>.weight` in F8_E4M3 [out, in] needs `<linear>.weight_scale` (F32/BF16/F16;
+ *   [], [1] or [1,1]: per tensor; [out] or [out,1]: per output channel; finite, >= 0) and,
+ *   when the config declares static input activations, `<linear>.input_scale` (one finite
+ *   value > 0). It is dequantized to BF16: w = bf16_rne(float(e4m3) * scale), computed in
+ *   float32 exactly as PyTorch's (w8.float() * scale).to(bfloat16), held in host memory owned
+ *   by the set (freed with the model) and bound as a BF16 weight. k_scale / v_scale tensors
+ *   are ignored (logged: the KV cache stays float32). A weight_scale beside a non-fp8
+ *   weight, an fp8 tensor not named `.weight` or not 2-D, a scale of the wrong shape, dtype
+ *   or value, and a missing input_scale are errors naming the tensor. Disagreements between
+ *   the ignore list and the stored dtypes are warnings (the tensors decide). One log line
+ *   says how many linears were fp8 and which were kept as stored.
+ * - GPTQ checkpoints (doc 6.2): `<linear>.qweight` int32 [in/8, out] (input row 8r+j in bits
+ *   4j..4j+3 of row r), `.qzeros` int32 [groups, out/8] (same nibble order along out,
+ *   storing zero-1 unless checkpoint_format is gptq_v2), `.scales` F16/BF16/F32 [groups,
+ *   out], `.g_idx` int32 [in] (optional: i / group_size without it) dequantize to BF16
+ *   `<linear>.weight` [out, in]: w[o][i] = scales[g][o] * (q[i][o] - zero[g][o]), g =
+ *   g_idx[i]. Needs the safetensors reader to read I32, which it does not yet: such a
+ *   checkpoint is refused with a clear error naming the tensor (see the report).
+ * - quant == HY_DTYPE_F8_E4M3 on an unquantized checkpoint (`--quant fp8`): every
+ *   projection (q/k/v/o, gate/up/down) is quantized: scale = max|w| / 448 over the tensor
+ *   (or over each output row when per_channel), codes = e4m3(clamp(w / scale, +-448)), then
+ *   dequantized as above (embeddings, lm_head and norms stay as stored). On an fp8
+ *   checkpoint it changes nothing; on a GPTQ one it is refused.
+ *
+ * The fp8 form stays reachable for a backend that runs fp8 itself (hy_quant_fp8_view): the
+ * codes (the mapped file, or host memory for --quant fp8), the scales as float32 and the
+ * input scale, by weight name. Load-time only, not thread-safe (it modifies the set). */
+#ifndef HY_MODEL_LOAD_QUANT_H
+#define HY_MODEL_LOAD_QUANT_H
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "formats/config.h"
+#include "formats/safetensors.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
+                           enum hy_dtype quant, bool per_channel, struct hy_err *err);
+
+/* The fp8 form of weight `weight_name` (e.g. "model.layers.0.mlp.up_proj.weight") after
+ * hy_quant_prepare: w[r][c] = e4m3(codes[r*cols + c]) * scale[n_scale == 1 ? 0 : r]. */
+struct hy_fp8_view {
+    const uint8_t *codes; /* [rows, cols] */
+    const float *scale;   /* [n_scale] */
+    int64_t rows, cols, n_scale;
+    float input_scale;    /* static activation scale; 0 when there is none */
+};
+bool hy_quant_fp8_view(const struct hy_st *st, const char *weight_name, struct hy_fp8_view *v);
+
+#endif

@@ -1,0 +1,636 @@
+/* load_quant_test.c: fp8 checkpoints and --quant fp8 on the tiny bf16 checkpoint
+ * tests/data/tiny-mqa (2 layers, hidden 64), on the CPU.
+ *
+ * The fp8 checkpoint is made here the way model doc 6.1 describes AngelSlim's (and
+ * tests/fp8/make_fp8_checkpoint.py makes it with PyTorch): per projection scale =
+ * max|W|/448 in float32, codes = e4m3(clamp(W/scale, +-448)), weight F8_E4M3 [out,in],
+ * weight_scale F32 scalar, input_scale F32 scalar, k_scale/v_scale in layer 0, one linear
+ * left bf16 on the ignore list, no stored lm_head; config.json gets the AngelSlim
+ * quantization_config (ignored_layers) and hf_quant_config.json is written too.
+ * Checks:
+ *  - every projection the model binds equals bf16(e4m3(code) * scale) bit for bit, computed
+ *    here from the generator's codes (the ignored one equals the source), and the fp8 view
+ *    gives back the codes and scales;
+ *  - the forward pass (9 prompt positions + 24 greedy steps) gives logits identical bit for
+ *    bit to those of a bf16 checkpoint holding those dequantized values (same weights, same
+ *    kernels: anything but 0 is a loading bug);
+ *  - against the original bf16 model: mean cosine over the 32 positions >= 0.99 and every
+ *    position >= 0.98 (measured: mean 0.9956, min 0.9872 for the checkpoint; 0.9957 / 0.9884
+ *    for --quant fp8). Why these: e4m3 keeps 3 mantissa bits, so each weight moves by up to
+ *    1/16 relative, about 2.5-3% RMS, independently. This tiny random model amplifies weight
+ *    noise about 3.5x into its logits (Q8_0, whose weight error is ~0.5% RMS, gives cosine
+ *    0.99983 there, a 1.8% logit error), so fp8 lands near a 10% logit error, cosine ~0.995,
+ *    with single positions lower. A wrong scale, nibble or row order gives cosines below 0.9;
+ *    the exact comparison above is what proves the loading, these bound the format's loss;
+ *  - variants: per-channel BF16 scales [out,1], "ignore" with a re: entry, dynamic input
+ *    activations (no input_scale), no quantization config at all;
+ *  - --quant fp8 (per tensor through hy_model_load_opts, per channel through
+ *    hy_quant_prepare): weights equal this test's own quantization, cosine >= 0.99;
+ *  - malformed checkpoints: each an error naming the tensor, nothing leaked (ASan). */
+#include "backend/cpu/cpu.h"
+#include "core/fp8.h"
+#include "core/json.h"
+#include "model/hunyuan.h"
+#include "model/load_quant.h"
+#include "test.h"
+
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAXT 128
+#define N_PROMPT 9
+#define N_STEPS 24
+
+static const int32_t ids[N_PROMPT] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
+static const char *const projs[7] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                     "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                     "mlp.down_proj"};
+#define IGNORED "model.layers.0.mlp.down_proj"
+
+struct tensor {
+    char name[HY_ST_MAX_NAME];
+    enum hy_dtype dt;
+    int nd;
+    int64_t shape[4];
+    unsigned char *data;
+    size_t nbytes;
+};
+
+struct ckpt {
+    struct tensor t[MAXT];
+    int n;
+};
+
+static char root[64], src_dir[4096];
+
+static struct tensor *find(struct ckpt *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->t[i].name, name))
+            return &c->t[i];
+    return NULL;
+}
+
+static struct tensor *add(struct ckpt *c, const char *name, enum hy_dtype dt, int nd,
+                          const int64_t *shape)
+{
+    HY_ASSERT(c->n < MAXT);
+    struct tensor *t = &c->t[c->n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->dt = dt;
+    t->nd = nd;
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= (t->shape[d] = shape[d]);
+    t->nbytes = (size_t)n * hy_dtype_size(dt);
+    t->data = calloc(t->nbytes ? t->nbytes : 1, 1);
+    HY_ASSERT(t->data);
+    return t;
+}
+
+static void drop(struct ckpt *c, const char *name)
+{
+    struct tensor *t = find(c, name);
+    HY_ASSERT(t);
+    free(t->data);
+    *t = c->t[--c->n];
+}
+
+static void ckpt_free(struct ckpt *c)
+{
+    for (int i = 0; i < c->n; i++)
+        free(c->t[i].data);
+    c->n = 0;
+}
+
+static void ckpt_copy(struct ckpt *dst, const struct ckpt *src)
+{
+    dst->n = 0;
+    for (int i = 0; i < src->n; i++) {
+        struct tensor *t = add(dst, src->t[i].name, src->t[i].dt, src->t[i].nd, src->t[i].shape);
+        memcpy(t->data, src->t[i].data, t->nbytes);
+    }
+}
+
+static void ckpt_read(struct ckpt *c, const char *dir)
+{
+    struct hy_st *st = NULL;
+    struct hy_err e = {{0}};
+    HY_ASSERT(hy_st_open(&st, dir, &e) == HY_OK);
+    c->n = 0;
+    for (size_t i = 0; i < hy_st_count(st); i++) {
+        const struct hy_st_tensor *s = hy_st_at(st, i);
+        struct tensor *t = add(c, s->name, s->dtype, s->n_dims, s->shape);
+        memcpy(t->data, s->data, t->nbytes);
+    }
+    hy_st_close(st);
+}
+
+static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
+{
+    (void)err;
+    const struct ckpt *c = ctx;
+    memcpy(buf, c->t[i].data, nbytes);
+    return HY_OK;
+}
+
+/* Writes dir (created) with the source config plus quantization_config `qc` (JSON text or
+ * NULL), hf_quant_config.json `hf` (or NULL) and the tensors. */
+static void ckpt_write(const struct ckpt *c, const char *dir, const char *qc, const char *hf)
+{
+    char path[4200];
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/config.json", src_dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    HY_ASSERT(cfg);
+    if (qc)
+        json_object_set_new(cfg, "quantization_config", json_loads(qc, 0, NULL));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    HY_ASSERT(json_dump_file(cfg, path, JSON_INDENT(1)) == 0);
+    json_decref(cfg);
+    snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
+    remove(path);
+    if (hf) {
+        FILE *f = fopen(path, "w");
+        HY_ASSERT(f);
+        fputs(hf, f);
+        fclose(f);
+    }
+    struct hy_st_wtensor w[MAXT];
+    for (int i = 0; i < c->n; i++) {
+        w[i] = (struct hy_st_wtensor){c->t[i].name, c->t[i].dt, c->t[i].nd, {0}};
+        memcpy(w[i].shape, c->t[i].shape, sizeof w[i].shape);
+    }
+    struct hy_err e = {{0}};
+    CHECKF(hy_st_write(dir, w, (size_t)c->n, 0, fill, (void *)c, &e) == HY_OK, "%s", e.msg);
+}
+
+static float at_f32(const struct tensor *t, int64_t i)
+{
+    float f;
+    hy_dtype_to_f32(&f, t->data + (size_t)i * hy_dtype_size(t->dt), t->dt, 1);
+    return f;
+}
+
+/* The generator: projection `name` of c becomes fp8 with the given scale layout. The codes
+ * and float32 scales are also returned in q (same names, for the checks). */
+enum scale_form { SCALAR, ONE, CHANNEL_BF16 };
+
+static void quantize(struct ckpt *c, struct ckpt *q, const char *base, enum scale_form form,
+                     bool input_scale)
+{
+    char name[HY_ST_MAX_NAME];
+    snprintf(name, sizeof name, "%s.weight", base);
+    struct tensor *w = find(c, name);
+    HY_ASSERT(w && w->nd == 2);
+    const int64_t rows = w->shape[0], cols = w->shape[1];
+    bool per_ch = form == CHANNEL_BF16;
+    struct tensor *codes = add(q, name, HY_DTYPE_F8_E4M3, 2, w->shape);
+    int64_t ns = per_ch ? rows : 1;
+    struct tensor *sc = add(q, "scale", HY_DTYPE_F32, 1, &ns);
+    float *s = (float *)sc->data, amax = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        float m = 0;
+        for (int64_t k = 0; k < cols; k++)
+            m = fmaxf(m, fabsf(at_f32(w, r * cols + k)));
+        if (per_ch) /* a bf16 scale, as the file stores it */
+            s[r] = hy_bf16_to_f32(hy_f32_to_bf16(m / 448.0f));
+        amax = fmaxf(amax, m);
+    }
+    if (!per_ch)
+        s[0] = amax / 448.0f;
+    snprintf(sc->name, sizeof sc->name, "%s.weight_scale", base);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < cols; k++) {
+            float v = at_f32(w, r * cols + k) / s[per_ch ? r : 0];
+            codes->data[r * cols + k] = hy_fp8_e4m3_from_f32(fminf(fmaxf(v, -448.0f), 448.0f));
+        }
+    drop(c, name);
+    memcpy(add(c, name, HY_DTYPE_F8_E4M3, 2, codes->shape)->data, codes->data, codes->nbytes);
+    snprintf(name, sizeof name, "%s.weight_scale", base);
+    int64_t shp[2] = {rows, 1};
+    if (form == SCALAR)
+        memcpy(add(c, name, HY_DTYPE_F32, 0, shp)->data, s, 4);
+    else if (form == ONE)
+        memcpy(add(c, name, HY_DTYPE_F32, 1, (int64_t[]){1})->data, s, 4);
+    else {
+        struct tensor *t = add(c, name, HY_DTYPE_BF16, 2, shp);
+        hy_dtype_from_f32(t->data, s, HY_DTYPE_BF16, (size_t)rows);
+    }
+    if (input_scale) {
+        snprintf(name, sizeof name, "%s.input_scale", base);
+        float v = 6.0f / 448.0f; /* a fixed activation range of +-6 */
+        memcpy(add(c, name, HY_DTYPE_F32, 0, shp)->data, &v, 4);
+    }
+}
+
+static const char *ANGEL_QC =
+    "{\"quant_method\": \"compressed-tensors\", \"format\": \"naive-quantized\", "
+    "\"quantization_status\": \"compressed\", \"kv_cache_scheme\": null, \"ignored_layers\": "
+    "[\"lm_head\", \"" IGNORED "\"], \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"],"
+    " \"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"tensor\", \"dynamic\": "
+    "false}, \"input_activations\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": "
+    "\"tensor\", \"dynamic\": false}}}}";
+static const char *ANGEL_HF = "{\"quantization\": {\"exclude_modules\": [\"lm_head\", \"" IGNORED
+                              "\"], \"kv_cache_quant_algo\": null, \"quant_algo\": \"FP8\"}}";
+
+/* The AngelSlim-style checkpoint: src with every projection but IGNORED in fp8. */
+static void make_angel(const struct ckpt *src, struct ckpt *out, struct ckpt *q)
+{
+    ckpt_copy(out, src);
+    q->n = 0;
+    char base[HY_ST_MAX_NAME];
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 7; k++) {
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            if (strcmp(base, IGNORED))
+                quantize(out, q, base, k % 2 ? ONE : SCALAR, true);
+        }
+    int64_t none[1] = {0};
+    float kv = 0.02f;
+    memcpy(add(out, "model.layers.0.self_attn.k_scale", HY_DTYPE_F32, 0, none)->data, &kv, 4);
+    memcpy(add(out, "model.layers.0.self_attn.v_scale", HY_DTYPE_F32, 0, none)->data, &kv, 4);
+}
+
+/* bf16 weights the loader must produce: bf16(e4m3(code) * scale), from q. */
+static void dequantized(const struct ckpt *src, const struct ckpt *q, struct ckpt *out)
+{
+    ckpt_copy(out, src);
+    for (int i = 0; i < q->n; i += 2) {
+        const struct tensor *codes = &q->t[i], *sc = &q->t[i + 1];
+        struct tensor *w = find(out, codes->name);
+        HY_ASSERT(w && w->dt == HY_DTYPE_BF16);
+        const int64_t rows = codes->shape[0], cols = codes->shape[1];
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < cols; k++) {
+                float s = ((const float *)sc->data)[sc->shape[0] == 1 ? 0 : r];
+                uint16_t b = hy_f32_to_bf16(hy_fp8_e4m3_to_f32(codes->data[r * cols + k]) * s);
+                memcpy(w->data + 2 * (r * cols + k), &b, 2);
+            }
+    }
+}
+
+/* ---- model checks ---- */
+
+static struct hy_backend *be;
+
+static struct hy_model *load(const char *dir, enum hy_dtype quant)
+{
+    struct hy_model *m = NULL;
+    struct hy_err e = {{0}};
+    struct hy_model_opts o = {quant};
+    CHECKF(hy_model_load_opts(&m, dir, be, &o, &e) == HY_OK, "%s: %s", dir, e.msg);
+    return m;
+}
+
+static const struct hy_weight *proj(const struct hy_model *m, int l, int k)
+{
+    const struct hy_layer_weights *w = &m->layers[l];
+    const struct hy_weight *ws[7] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
+                                     &w->w_down};
+    return ws[k];
+}
+
+/* Every projection of m equals the bf16 tensor of the same name in want, bit for bit. */
+static void check_weights(const struct hy_model *m, const struct ckpt *want, const char *what)
+{
+    char name[HY_ST_MAX_NAME];
+    int bad = 0;
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 7; k++) {
+            snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, projs[k]);
+            const struct hy_weight *w = proj(m, l, k);
+            struct tensor *t = find((struct ckpt *)want, name);
+            bool ok = t && w->dtype == HY_DTYPE_BF16 && t->dt == HY_DTYPE_BF16 &&
+                      (size_t)(w->rows * w->cols * 2) == t->nbytes &&
+                      !memcmp(w->data, t->data, t->nbytes);
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "%s: %s differs from bf16(e4m3 * scale)\n", what, name);
+        }
+    CHECKF(bad == 0, "%s: %d projections differ", what, bad);
+}
+
+static double cosine(const float *a, const float *b, int64_t n)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+}
+
+static int64_t argmax(const float *x, int64_t n)
+{
+    int64_t b = 0;
+    for (int64_t i = 1; i < n; i++)
+        b = x[i] > x[b] ? i : b;
+    return b;
+}
+
+/* Logits of N_PROMPT prompt positions then N_STEPS steps fed with `feed`'s greedy ids (or
+ * its own when feed is NULL): out [N_PROMPT + N_STEPS, V]; the ids go to greedy. */
+static void run(const struct hy_model *m, float *out, const int32_t *feed, int32_t *greedy)
+{
+    struct hy_ctx *c = NULL;
+    struct hy_err e = {{0}};
+    const int64_t V = m->cfg.vocab_size;
+    CHECKF(hy_ctx_create(&c, m, N_PROMPT + N_STEPS + 1, N_PROMPT, &e) == HY_OK, "%s", e.msg);
+    if (!c)
+        return;
+    CHECK(hy_model_forward(c, ids, N_PROMPT, true, out, &e) == HY_OK);
+    for (int s = 1; s < N_STEPS; s++) {
+        const float *last = out + (N_PROMPT - 1 + s - 1) * V;
+        int32_t id = feed ? feed[s - 1] : (int32_t)argmax(last, V);
+        greedy[s - 1] = id;
+        CHECK(hy_model_forward(c, &id, 1, false, out + (N_PROMPT - 1 + s) * V, &e) == HY_OK);
+    }
+    hy_ctx_destroy(c);
+}
+
+#define NPOS (N_PROMPT + N_STEPS - 1)
+
+/* a and b identical (exact) or close (cosine >= 0.99, printed with the top-1 agreement). */
+static void compare(const struct hy_model *a, const struct hy_model *b, bool exact,
+                    const char *what)
+{
+    if (!a || !b)
+        return;
+    const int64_t V = a->cfg.vocab_size;
+    float *la = malloc((size_t)(NPOS * V) * 4), *lb = malloc((size_t)(NPOS * V) * 4);
+    int32_t ga[N_STEPS], gb[N_STEPS];
+    HY_ASSERT(la && lb);
+    run(a, la, NULL, ga);
+    run(b, lb, ga, gb); /* b follows a's tokens, so every position has the same context */
+    if (exact) {
+        CHECKF(!memcmp(la, lb, (size_t)(NPOS * V) * 4), "%s: logits differ", what);
+    } else {
+        double mc = 1, sum = 0;
+        int agree = 0;
+        for (int p = 0; p < NPOS; p++) {
+            double c = cosine(la + p * V, lb + p * V, V);
+            mc = c < mc ? c : mc;
+            sum += c;
+            if (getenv("HYMT_VERBOSE"))
+                printf("  %s: position %d cosine %.5f\n", what, p, c);
+            agree += argmax(la + p * V, V) == argmax(lb + p * V, V);
+            CHECKF(c >= 0.98, "%s: position %d cosine %.5f < 0.98", what, p, c);
+        }
+        CHECKF(sum / NPOS >= 0.99, "%s: mean cosine %.5f < 0.99", what, sum / NPOS);
+        printf("%s: mean cosine %.5f, min %.5f over %d positions, top-1 agreement %d/%d\n", what,
+               sum / NPOS, mc, NPOS, agree, NPOS);
+    }
+    free(la);
+    free(lb);
+}
+
+static void test_angel(const struct ckpt *src)
+{
+    struct ckpt fp8 = {0}, q = {0}, deq = {0};
+    char dir[256], ddir[256];
+    make_angel(src, &fp8, &q);
+    dequantized(src, &q, &deq);
+    snprintf(dir, sizeof dir, "%s/angel", root);
+    snprintf(ddir, sizeof ddir, "%s/angel-deq", root);
+    ckpt_write(&fp8, dir, ANGEL_QC, ANGEL_HF);
+    ckpt_write(&deq, ddir, NULL, NULL);
+    struct hy_model *m = load(dir, HY_DTYPE_F32), *d = load(ddir, HY_DTYPE_F32),
+                    *b = load(src_dir, HY_DTYPE_F32);
+    if (m) {
+        check_weights(m, &deq, "angel");
+        /* the fp8 form is reachable: codes as stored, float32 scales, input scale */
+        struct hy_fp8_view v;
+        const struct tensor *codes = &q.t[0], *sc = &q.t[1];
+        CHECK(hy_quant_fp8_view(m->st, codes->name, &v));
+        CHECK(v.rows == codes->shape[0] && v.cols == codes->shape[1] && v.n_scale == 1);
+        CHECK(v.codes && !memcmp(v.codes, codes->data, codes->nbytes));
+        CHECK(v.scale && v.scale[0] == ((const float *)sc->data)[0]);
+        CHECK(v.input_scale == 6.0f / 448.0f);
+        CHECK(!hy_quant_fp8_view(m->st, IGNORED ".weight", &v));
+        CHECK(hy_st_find_stored(m->st, codes->name)->dtype == HY_DTYPE_F8_E4M3);
+        CHECK(m->lm_head.data == m->tok_embd.data); /* tied, nothing stored */
+    }
+    compare(m, d, true, "fp8 checkpoint vs its dequantized bf16 checkpoint");
+    compare(b, m, false, "fp8 checkpoint vs the original bf16");
+    hy_model_destroy(m);
+    hy_model_destroy(d);
+    hy_model_destroy(b);
+    ckpt_free(&fp8);
+    ckpt_free(&q);
+    ckpt_free(&deq);
+}
+
+/* Per-channel bf16 scales [out,1], "ignore" with a re: entry, dynamic activations; and the
+ * same tensors with no quantization config at all. */
+static void test_variants(const struct ckpt *src)
+{
+    struct ckpt fp8 = {0}, q = {0}, deq = {0};
+    ckpt_copy(&fp8, src);
+    char base[HY_ST_MAX_NAME], dir[256];
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 7; k++) {
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            if (!(l == 1 && k < 2)) /* layer 1 q/k stay bf16, matched by the regex */
+                quantize(&fp8, &q, base, CHANNEL_BF16, false);
+        }
+    dequantized(src, &q, &deq);
+    const char *qc =
+        "{\"quant_method\": \"compressed-tensors\", \"format\": \"float-quantized\", \"ignore\": "
+        "[\"re:.*layers\\\\.1\\\\.self_attn\\\\.[qk]_proj$\", \"lm_head\"], \"config_groups\": "
+        "{\"g\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, \"type\": \"float\", "
+        "\"strategy\": \"channel\", \"dynamic\": false}, \"input_activations\": {\"num_bits\": 8, "
+        "\"type\": \"float\", \"strategy\": \"token\", \"dynamic\": true}}}}";
+    snprintf(dir, sizeof dir, "%s/channel", root);
+    ckpt_write(&fp8, dir, qc, NULL);
+    struct hy_model *m = load(dir, HY_DTYPE_F32);
+    if (m) {
+        check_weights(m, &deq, "per-channel");
+        struct hy_fp8_view v;
+        CHECK(hy_quant_fp8_view(m->st, q.t[0].name, &v) && v.n_scale == v.rows &&
+              v.input_scale == 0 && !memcmp(v.scale, q.t[1].data, q.t[1].nbytes));
+    }
+    hy_model_destroy(m);
+    snprintf(dir, sizeof dir, "%s/noconfig", root);
+    ckpt_write(&fp8, dir, NULL, NULL); /* F8 tensors alone: read as fp8, with a warning */
+    m = load(dir, HY_DTYPE_F32);
+    if (m)
+        check_weights(m, &deq, "no quantization config");
+    hy_model_destroy(m);
+    ckpt_free(&fp8);
+    ckpt_free(&q);
+    ckpt_free(&deq);
+}
+
+/* --quant fp8: per tensor through the loader, per channel through hy_quant_prepare. */
+static void test_quant_at_load(const struct ckpt *src)
+{
+    struct ckpt c = {0}, q = {0}, deq = {0};
+    ckpt_copy(&c, src);
+    char base[HY_ST_MAX_NAME];
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 7; k++) {
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            quantize(&c, &q, base, SCALAR, false);
+        }
+    dequantized(src, &q, &deq);
+    struct hy_model *m = load(src_dir, HY_DTYPE_F8_E4M3), *b = load(src_dir, HY_DTYPE_F32);
+    if (m) {
+        check_weights(m, &deq, "--quant fp8");
+        struct hy_fp8_view v;
+        CHECK(hy_quant_fp8_view(m->st, q.t[2].name, &v) && v.n_scale == 1 &&
+              v.scale[0] == ((const float *)q.t[3].data)[0] &&
+              !memcmp(v.codes, q.t[2].data, q.t[2].nbytes));
+        CHECK(m->tok_embd.dtype == HY_DTYPE_BF16 && m->layers[0].attn_norm.dtype ==
+                                                        b->layers[0].attn_norm.dtype);
+        CHECK(!memcmp(m->tok_embd.data, b->tok_embd.data, (size_t)(b->tok_embd.rows * 64 * 2)));
+    }
+    compare(b, m, false, "--quant fp8 (per tensor) vs bf16");
+    hy_model_destroy(m);
+    hy_model_destroy(b);
+    /* per channel: the scales are max|row|/448 */
+    struct hy_st *st = NULL;
+    struct hy_config cfg;
+    struct hy_err e = {{0}};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", src_dir);
+    CHECK(hy_config_load(&cfg, path, &e) == HY_OK);
+    CHECK(hy_st_open(&st, src_dir, &e) == HY_OK);
+    CHECKF(hy_quant_prepare(st, src_dir, &cfg, HY_DTYPE_F8_E4M3, true, &e) == HY_OK, "%s", e.msg);
+    struct hy_fp8_view v;
+    const struct tensor *w = find((struct ckpt *)src, "model.layers.1.mlp.up_proj.weight");
+    CHECK(hy_quant_fp8_view(st, w->name, &v) && v.n_scale == w->shape[0]);
+    int bad = 0;
+    for (int64_t r = 0; r < v.rows && v.scale; r++) {
+        float mx = 0;
+        for (int64_t k = 0; k < v.cols; k++)
+            mx = fmaxf(mx, fabsf(at_f32(w, r * v.cols + k)));
+        bad += v.scale[r] != mx / 448.0f;
+        for (int64_t k = 0; k < v.cols; k++) {
+            float x = fminf(fmaxf(at_f32(w, r * v.cols + k) / v.scale[r], -448.f), 448.f);
+            bad += v.codes[r * v.cols + k] != hy_fp8_e4m3_from_f32(x);
+        }
+    }
+    CHECKF(bad == 0, "per-channel --quant fp8: %d scales or codes differ", bad);
+    const struct hy_st_tensor *t = hy_st_find(st, w->name);
+    CHECK(t && t->dtype == HY_DTYPE_BF16 && t->data != hy_st_find_stored(st, w->name)->data);
+    hy_st_close(st);
+    ckpt_free(&c);
+    ckpt_free(&q);
+    ckpt_free(&deq);
+}
+
+/* ---- malformed checkpoints ---- */
+
+static void expect_bad(const struct ckpt *c, const char *qc, const char *name, hy_status want,
+                       const char *what, int line)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/bad-%d", root, line);
+    ckpt_write(c, dir, qc, NULL);
+    struct hy_model *m = (struct hy_model *)1;
+    struct hy_err e = {{0}};
+    hy_status s = hy_model_load(&m, dir, be, &e);
+    if (s == HY_OK)
+        hy_model_destroy(m);
+    CHECKF(s == want, "line %d: status %s, want %s (%s)", line, hy_status_str(s),
+           hy_status_str(want), e.msg);
+    CHECKF(m == NULL || s == HY_OK, "line %d: model not NULL on error", line);
+    CHECKF(strstr(e.msg, what) && (!name || strstr(e.msg, name)),
+           "line %d: message '%s' lacks '%s' / '%s'", line, e.msg, what, name ? name : "");
+}
+
+#define Q1 "model.layers.1.self_attn.q_proj"
+
+static void set_f32(struct ckpt *c, const char *name, float v, enum hy_dtype dt, int nd,
+                    const int64_t *shape)
+{
+    if (find(c, name))
+        drop(c, name);
+    struct tensor *t = add(c, name, dt, nd, shape);
+    for (size_t i = 0; i < t->nbytes / hy_dtype_size(dt); i++)
+        hy_dtype_from_f32(t->data + i * hy_dtype_size(dt), &v, dt, 1);
+}
+
+static void test_bad(const struct ckpt *src)
+{
+    struct ckpt base = {0}, q = {0}, c = {0};
+    make_angel(src, &base, &q);
+    int64_t s3[1] = {3}, s0[1] = {0}, s2[2] = {2, 1};
+#define CASE(mutate, qc, name, st, what)                                                           \
+    do {                                                                                           \
+        ckpt_copy(&c, &base);                                                                      \
+        mutate;                                                                                    \
+        expect_bad(&c, qc, name, st, what, __LINE__);                                              \
+        ckpt_free(&c);                                                                             \
+    } while (0)
+    CASE(drop(&c, Q1 ".weight_scale"), ANGEL_QC, Q1 ".weight_scale", HY_E_FORMAT, "is missing");
+    CASE(set_f32(&c, Q1 ".weight_scale", 0.01f, HY_DTYPE_F32, 1, s3), ANGEL_QC,
+         Q1 ".weight_scale", HY_E_FORMAT, "has shape [3]");
+    CASE(set_f32(&c, Q1 ".weight_scale", 0.01f, HY_DTYPE_F32, 2, s2), ANGEL_QC,
+         Q1 ".weight_scale", HY_E_FORMAT, "has shape [2,1]");
+    CASE(set_f32(&c, Q1 ".weight_scale", -0.01f, HY_DTYPE_F32, 0, s0), ANGEL_QC,
+         Q1 ".weight_scale", HY_E_FORMAT, "finite");
+    CASE(set_f32(&c, Q1 ".weight_scale", NAN, HY_DTYPE_BF16, 0, s0), ANGEL_QC, Q1 ".weight_scale",
+         HY_E_FORMAT, "finite");
+    CASE(set_f32(&c, Q1 ".weight_scale", INFINITY, HY_DTYPE_F16, 0, s0), ANGEL_QC,
+         Q1 ".weight_scale", HY_E_FORMAT, "finite");
+    CASE(set_f32(&c, Q1 ".weight_scale", 1.0f, HY_DTYPE_F8_E4M3, 0, s0), ANGEL_QC,
+         Q1 ".weight_scale", HY_E_FORMAT, "must be F32, BF16 or F16");
+    CASE(drop(&c, Q1 ".input_scale"), ANGEL_QC, Q1 ".input_scale", HY_E_FORMAT,
+         "static input activations");
+    CASE(set_f32(&c, Q1 ".input_scale", 0.0f, HY_DTYPE_F32, 0, s0), ANGEL_QC, Q1 ".input_scale",
+         HY_E_FORMAT, "> 0");
+    CASE(set_f32(&c, Q1 ".input_scale", 1.0f, HY_DTYPE_F32, 1, s3), ANGEL_QC, Q1 ".input_scale",
+         HY_E_FORMAT, "one value");
+    CASE(set_f32(&c, "model.norm.weight", 1.0f, HY_DTYPE_F8_E4M3, 1, (int64_t[]){64}), ANGEL_QC,
+         "model.norm.weight", HY_E_UNSUPPORTED, "only 2-D <linear>.weight");
+    CASE(set_f32(&c, IGNORED ".weight_scale", 1.0f, HY_DTYPE_F32, 0, s0), ANGEL_QC,
+         IGNORED ".weight_scale", HY_E_FORMAT, "is BF16, not F8_E4M3");
+    CASE((void)0, "{\"quant_method\": \"compressed-tensors\", \"config_groups\": {\"g\": "
+                  "{\"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"block\"}}}}",
+         "quantization_config", HY_E_UNSUPPORTED, "strategy 'block'");
+    CASE((void)0, "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128}", NULL,
+         HY_E_UNSUPPORTED, "GPTQ checkpoints");
+#undef CASE
+    ckpt_free(&base);
+    ckpt_free(&q);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+int main(void)
+{
+    snprintf(root, sizeof root, "/tmp/hymt-fp8-XXXXXX");
+    if (!mkdtemp(root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_path(src_dir, sizeof src_dir, "HYMT_SRC", "tests/data/tiny-mqa");
+    struct hy_err e = {{0}};
+    CHECKF(hy_cpu_backend_create(&be, 2, &e) == HY_OK, "%s", e.msg);
+    struct ckpt src = {0};
+    ckpt_read(&src, src_dir);
+    CHECK(find(&src, "lm_head.weight") == NULL && src.n > 20);
+    if (be) {
+        test_angel(&src);
+        test_variants(&src);
+        test_quant_at_load(&src);
+        test_bad(&src);
+        be->i->destroy(be);
+    }
+    ckpt_free(&src);
+    CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
+    return test_result();
+}
