@@ -16,7 +16,7 @@
 set -u
 OUT=${OUT:-${1:-/tmp/gpu-out}}
 STAGES=${STAGES:-build test 7b sanitize}
-B=build-gpu
+B=${B:-build-gpu}
 M=/tmp/hy7b
 mkdir -p "$OUT"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }

@@ -9,7 +9,7 @@
 set -u
 OUT=${OUT:-${1:-/tmp/gpu-out}}
 STAGES=${STAGES:-build bench serve}
-B=build-gpu
+B=${B:-build-gpu}
 M=/tmp/hy7b
 mkdir -p "$OUT"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
