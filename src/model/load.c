@@ -1,12 +1,10 @@
 /* load.c: binding a checkpoint's tensors to the HunYuanDenseV1 weight structs, with every
  * name, shape and dtype checked against the config (hunyuan.h has the contract). */
 #include "formats/safetensors.h"
-#include "model/load_gguf.h"
 #include "model/hunyuan.h"
 #include "model/load_quant.h"
 
 #include "core/log.h"
-#include "core/quant.h"
 #include "core/threads.h"
 
 #include <stdio.h>
@@ -182,30 +180,20 @@ static int projections(struct hy_model *m, struct hy_weight **ws, int cap)
     return n;
 }
 
-/* What load-time quantization replaces: every projection, then the head (last). */
-static int quant_targets(struct hy_model *m, struct hy_weight **ws, int cap)
-{
-    int n = projections(m, ws, cap);
-    HY_ASSERT(n < cap);
-    ws[n++] = &m->lm_head;
-    return n;
-}
-
-/* Frees what quantize_weights made (only after it succeeded: all or nothing). */
 static void free_quantized(struct hy_model *m)
 {
-    int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
-    struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
+    int cap = 7 * (int)m->cfg.num_hidden_layers;
+    struct hy_weight **ws = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *ws);
     HY_ASSERT(ws);
-    int n = quant_targets(m, ws, cap);
+    int n = projections(m, ws, cap);
     for (int i = 0; i < n; i++)
-        m->be->i->free(m->be, (void *)ws[i]->data);
+        if (ws[i]->dtype == HY_DTYPE_Q8_0)
+            m->be->i->free(m->be, (void *)ws[i]->data);
     free(ws);
 }
 
 struct quant_job {
     const struct hy_weight *src;
-    enum hy_dtype dt;
     unsigned char *dst;
     size_t rb, src_rb;
     float *rows; /* [threads, cols] scratch */
@@ -219,103 +207,65 @@ static void quant_rows(void *ctx, int64_t r0, int64_t r1, int tid)
     for (int64_t r = r0; r < r1; r++) {
         hy_dtype_to_f32(row, (const unsigned char *)w->data + (size_t)r * j->src_rb, w->dtype,
                         (size_t)w->cols);
-        hy_dtype_from_f32(j->dst + (size_t)r * j->rb, row, j->dt, (size_t)w->cols);
+        hy_q8_0_quantize_row(j->dst + (size_t)r * j->rb, row, w->cols);
     }
 }
 
-/* The dtype a weight with `cols` in-features gets for the requested one: as requested, but
- * Q4_G128 falls back to Q4_0 where cols is not a multiple of 128 (the tiny test models,
- * hidden 64); -1 where the blocks do not fit at all. */
-static int quant_dtype_for(enum hy_dtype quant, int64_t cols)
-{
-    if (quant == HY_DTYPE_Q4_G128 && cols % HY_Q4_G128_BLOCK)
-        quant = HY_DTYPE_Q4_0;
-    return cols % hy_dtype_block_elems(quant) ? -1 : (int)quant;
-}
-
-/* Quantizes one weight into new backend memory; *w points at it on success. */
-static hy_status quantize_one(struct hy_backend *be, struct hy_pool *pool, struct quant_job *j,
-                              struct hy_weight *w, enum hy_dtype quant, struct hy_err *err)
-{
-    int dt = quant_dtype_for(quant, w->cols);
-    if (dt < 0)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "%s needs in-features that are multiples of "
-                          "%lld; a weight has %lld", hy_dtype_name(quant),
-                          (long long)hy_dtype_block_elems(quant), (long long)w->cols);
-    j->src = w;
-    j->dt = (enum hy_dtype)dt;
-    j->rb = hy_dtype_row_bytes(j->dt, w->cols);
-    j->src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
-    j->dst = be->i->alloc(be, j->rb * (size_t)w->rows);
-    if (!j->dst)
-        return hy_err_set(err, HY_E_NOMEM, "out of backend memory for %s weights",
-                          hy_dtype_name(j->dt));
-    hy_pool_for(pool, w->rows, 16, quant_rows, j);
-    w->dtype = j->dt;
-    w->data = j->dst;
-    return HY_OK;
-}
-
-/* Quantizes every projection and the head (for a tied head: a quantized copy of the
- * embedding, whose lookup keeps the stored table; the head is read in full every token, so
- * it matters as much as a layer) into backend memory (host memory: CPU backends only). The
- * embedding and the norms stay as stored. Rows are split over a temporary pool of all online
- * CPUs (each row is quantized alone: the result does not depend on the split). All or
- * nothing: on failure every copy made is freed and the weights are as they were. */
+/* Quantizes every projection to Q8_0 in backend memory (host memory: CPU backends only),
+ * rows split over a temporary pool of all online CPUs (each row is quantized alone, so the
+ * result does not depend on the split). On failure the weights quantized so far stay set
+ * and are freed by hy_model_destroy. */
 static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
 {
     struct hy_backend *be = m->be;
     if (quant == HY_DTYPE_F32)
         return HY_OK;
-    if (quant != HY_DTYPE_Q8_0 && quant != HY_DTYPE_Q4_G128 && quant != HY_DTYPE_Q4_0 &&
-        quant != HY_DTYPE_Q4_K && quant != HY_DTYPE_Q6_K)
+    if (quant != HY_DTYPE_Q8_0)
         return hy_err_set(err, HY_E_INVAL, "load-time quantization to %s is not supported "
-                          "(Q8_0, Q4_G128, Q4_0, Q4_K and Q6_K are)", hy_dtype_name(quant));
+                          "(Q8_0 and F8_E4M3 are)", hy_dtype_name(quant));
     if (be->i->weight_upload)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "%s weights are not supported on the %s "
-                          "backend yet (CPU only)", hy_dtype_name(quant), be->i->name);
-    int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
-    struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
-    struct hy_weight *saved = malloc((size_t)cap * sizeof *saved);
-    struct hy_pool *pool = NULL;
-    struct quant_job j = {0};
+        return hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 weights are not supported on the %s "
+                          "backend yet (CPU only)", be->i->name);
+    int cap = 7 * (int)m->cfg.num_hidden_layers;
+    struct hy_weight **ws = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *ws);
+    if (!ws)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    int n = projections(m, ws, cap);
     hy_status s = HY_OK;
-    int n = 0, done = 0;
-    if (!ws || !saved) {
-        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
-        goto out;
-    }
-    n = quant_targets(m, ws, cap);
-    int64_t maxc = 1;
-    for (int i = 0; i < n; i++) {
-        saved[i] = *ws[i];
-        maxc = ws[i]->cols > maxc ? ws[i]->cols : maxc;
-    }
-    if (hy_pool_create(&pool, 0, err) != HY_OK)
+    for (int i = 0; i < n && !s; i++)
+        if (ws[i]->cols % HY_Q8_0_BLOCK)
+            s = hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 needs in-features that are multiples "
+                           "of %d; a projection has %lld", HY_Q8_0_BLOCK, (long long)ws[i]->cols);
+    struct hy_pool *pool = NULL;
+    if (!s && hy_pool_create(&pool, 0, err) != HY_OK)
         pool = NULL; /* quantize on this thread alone */
-    j.rows = malloc((size_t)hy_pool_size(pool) * (size_t)maxc * sizeof(float));
-    if (!j.rows) {
-        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
-        goto out;
-    }
-    for (; done < n && !s; done++)
-        s = quantize_one(be, pool, &j, ws[done], quant, err);
-    if (s) {
-        for (int i = 0; i < done - 1; i++) {
-            be->i->free(be, (void *)ws[i]->data);
-            *ws[i] = saved[i];
-        }
-        goto out;
+    struct quant_job j = {0};
+    if (!s) {
+        int64_t maxc = 0;
+        for (int i = 0; i < n; i++)
+            maxc = ws[i]->cols > maxc ? ws[i]->cols : maxc;
+        j.rows = malloc((size_t)hy_pool_size(pool) * (size_t)(maxc > 0 ? maxc : 1) * sizeof(float));
+        if (!j.rows)
+            s = hy_err_set(err, HY_E_NOMEM, "out of memory");
     }
     m->weights_quantized = true;
-    HY_LOGI("quantized %d projections and the head to %s%s at load (embedding and norms as "
-            "stored)", n - 1, hy_dtype_name(quant),
-            quant == HY_DTYPE_Q4_G128 ? " (Q4_0 where in-features % 128 != 0)" : "");
-out:
+    for (int i = 0; i < n && !s; i++) {
+        struct hy_weight *w = ws[i];
+        j.src = w;
+        j.rb = hy_dtype_row_bytes(HY_DTYPE_Q8_0, w->cols);
+        j.src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
+        j.dst = be->i->alloc(be, j.rb * (size_t)w->rows);
+        if (!j.dst) {
+            s = hy_err_set(err, HY_E_NOMEM, "out of backend memory for Q8_0 weights");
+            break;
+        }
+        hy_pool_for(pool, w->rows, 16, quant_rows, &j);
+        w->dtype = HY_DTYPE_Q8_0;
+        w->data = j.dst;
+    }
     hy_pool_destroy(pool);
     free(j.rows);
     free(ws);
-    free(saved);
     return s;
 }
 
@@ -370,22 +320,21 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     enum hy_dtype quant = opts ? opts->quant : HY_DTYPE_F32;
     *out = NULL;
     struct stat sb;
-    bool gguf = stat(dir, &sb) == 0 && S_ISREG(sb.st_mode) && hy_gguf_is_gguf(dir);
-    if (!gguf && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        return hy_err_set(err, HY_E_IO, "%s: neither a directory (a checkpoint folder with "
-                          "config.json and model.safetensors) nor a GGUF file", dir);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return hy_err_set(err, HY_E_IO, "%s: not a directory (expected a checkpoint folder "
+                          "with config.json and model.safetensors)", dir);
     struct hy_model *m = calloc(1, sizeof *m);
     if (!m)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     m->be = be;
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    hy_status s = gguf ? hy_model_bind_gguf(m, dir, err) : hy_config_load(&m->cfg, path, err);
-    if (!s && !gguf)
+    hy_status s = hy_config_load(&m->cfg, path, err);
+    if (!s)
         s = hy_st_open(&m->st, dir, err);
-    if (!s && !gguf) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
+    if (!s) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
         s = hy_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
-    if (!s && !gguf)
+    if (!s)
         s = bind_all(m, err);
     if (!s)
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
@@ -421,6 +370,5 @@ void hy_model_destroy(struct hy_model *m)
         free_quantized(m);
     free(m->layers);
     hy_st_close(m->st);
-    hy_gguf_close(m->gguf);
     free(m);
 }
