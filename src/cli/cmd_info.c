@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "model/hunyuan.h"
 
@@ -10,7 +11,7 @@
 
 static const struct cli_cmd cmd = {
     "info",
-    "usage: hymt info MODEL [--tensors]\n"
+    "usage: hymt info MODEL [--tensors]   (MODEL: a checkpoint folder or a GGUF file)\n"
     "\n"
     "Prints the config summary, parameter count, bytes by dtype, and checks that every\n"
     "tensor the forward pass needs is present with the right shape.\n"
@@ -65,6 +66,31 @@ static void print_tensors(const struct hy_st *st, bool list)
                    bytes[d]);
 }
 
+/* A GGUF file's tensors (ggml dims: in-features first), bytes by ggml type. */
+static void print_gguf_tensors(const struct hy_gguf *g, bool list)
+{
+    uint64_t bytes[64] = {0}, elems = 0, total = 0;
+    for (size_t i = 0; i < hy_gguf_tensor_count(g); i++) {
+        const struct hy_gguf_tensor *t = hy_gguf_tensor_at(g, i);
+        bytes[t->ggml_type < 64 ? t->ggml_type : 63] += t->nbytes;
+        total += t->nbytes;
+        elems += t->n_elems;
+        if (!list)
+            continue;
+        printf("  %-52s %-4s ne [", t->name, hy_ggml_type_name(t->ggml_type));
+        for (int d = 0; d < t->n_dims; d++)
+            printf("%s%" PRIu64, d ? ", " : "", t->ne[d]);
+        printf("]\n");
+    }
+    printf("file              GGUF v3, %zu metadata keys, alignment %u\n", hy_gguf_kv_count(g),
+           hy_gguf_alignment(g));
+    printf("tensors           %zu, %" PRIu64 " elements, %.3f GB\n", hy_gguf_tensor_count(g), elems,
+           (double)total / 1e9);
+    for (uint32_t d = 0; d < 64; d++)
+        if (bytes[d])
+            printf("  %-4s            %" PRIu64 " bytes\n", hy_ggml_type_name(d), bytes[d]);
+}
+
 int cmd_info(int argc, char **argv)
 {
     bool tensors = false;
@@ -90,7 +116,10 @@ int cmd_info(int argc, char **argv)
     }
     printf("model             %s\n", pos[0]);
     print_config(&m->cfg);
-    print_tensors(m->st, tensors);
+    if (m->gguf)
+        print_gguf_tensors(m->gguf, tensors);
+    else
+        print_tensors(m->st, tensors);
     printf("parameters        %" PRId64 " used by the forward pass (%.3f B)\n", m->n_params,
            (double)m->n_params / 1e9);
     if (m->lm_head_stored)

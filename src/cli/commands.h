@@ -9,6 +9,7 @@ int cmd_make_test_model(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 #endif

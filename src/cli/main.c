@@ -18,6 +18,7 @@ static const char usage[] =
     "  tokenize         text to token ids (or --decode: ids to text)\n"
     "  translate        translate files or stdin into another language\n"
     "  bench            measure engine throughput on random prompts\n"
+    "  convert          write a checkpoint as one GGUF file (bf16, q8_0, q4_0, q4_k_m)\n"
     "  serve            HTTP server: translation API, OpenAI API, metrics, web page\n"
     "\n"
     "options:\n"
@@ -27,7 +28,8 @@ static const char usage[] =
     "  -q, --quiet      errors only (before the command)\n"
     "\n"
     "MODEL is a Hugging Face checkpoint folder (config.json + model.safetensors or shards),\n"
-    "e.g. one downloaded with: huggingface-cli download tencent/Hunyuan-MT-7B --local-dir DIR\n";
+    "e.g. one downloaded with: huggingface-cli download tencent/Hunyuan-MT-7B --local-dir DIR,\n"
+    "or a GGUF file (hunyuan-dense, as llama.cpp or 'hymt convert' writes it)\n";
 
 struct command {
     const char *name;
@@ -41,6 +43,7 @@ static const struct command commands[] = {
     {"tokenize", cmd_tokenize},
     {"translate", cmd_translate},
     {"bench", cmd_bench},
+    {"convert", cmd_convert},
     {"serve", cmd_serve},
 };
 

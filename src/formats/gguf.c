@@ -72,6 +72,9 @@ int hy_ggml_to_dtype(uint32_t t)
     case HY_GGML_F16: return HY_DTYPE_F16;
     case HY_GGML_BF16: return HY_DTYPE_BF16;
     case HY_GGML_Q8_0: return HY_DTYPE_Q8_0;
+    case HY_GGML_Q4_0: return HY_DTYPE_Q4_0;
+    case HY_GGML_Q4_K: return HY_DTYPE_Q4_K;
+    case HY_GGML_Q6_K: return HY_DTYPE_Q6_K;
     default: return -1;
     }
 }
@@ -83,6 +86,9 @@ uint32_t hy_dtype_to_ggml(enum hy_dtype d)
     case HY_DTYPE_F16: return HY_GGML_F16;
     case HY_DTYPE_BF16: return HY_GGML_BF16;
     case HY_DTYPE_Q8_0: return HY_GGML_Q8_0;
+    case HY_DTYPE_Q4_0: return HY_GGML_Q4_0;
+    case HY_DTYPE_Q4_K: return HY_GGML_Q4_K;
+    case HY_DTYPE_Q6_K: return HY_GGML_Q6_K;
     default: break;
     }
     HY_ASSERT(!"dtype without a ggml type");

@@ -1,6 +1,7 @@
 /* load.c: binding a checkpoint's tensors to the HunYuanDenseV1 weight structs, with every
  * name, shape and dtype checked against the config (hunyuan.h has the contract). */
 #include "formats/safetensors.h"
+#include "model/load_gguf.h"
 #include "model/hunyuan.h"
 #include "model/load_quant.h"
 
@@ -320,21 +321,22 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     enum hy_dtype quant = opts ? opts->quant : HY_DTYPE_F32;
     *out = NULL;
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return hy_err_set(err, HY_E_IO, "%s: not a directory (expected a checkpoint folder "
-                          "with config.json and model.safetensors)", dir);
+    bool gguf = stat(dir, &sb) == 0 && S_ISREG(sb.st_mode) && hy_gguf_is_gguf(dir);
+    if (!gguf && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return hy_err_set(err, HY_E_IO, "%s: neither a directory (a checkpoint folder with "
+                          "config.json and model.safetensors) nor a GGUF file", dir);
     struct hy_model *m = calloc(1, sizeof *m);
     if (!m)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     m->be = be;
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    hy_status s = hy_config_load(&m->cfg, path, err);
-    if (!s)
+    hy_status s = gguf ? hy_model_bind_gguf(m, dir, err) : hy_config_load(&m->cfg, path, err);
+    if (!s && !gguf)
         s = hy_st_open(&m->st, dir, err);
-    if (!s) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
+    if (!s && !gguf) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
         s = hy_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
-    if (!s)
+    if (!s && !gguf)
         s = bind_all(m, err);
     if (!s)
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
@@ -370,5 +372,6 @@ void hy_model_destroy(struct hy_model *m)
         free_quantized(m);
     free(m->layers);
     hy_st_close(m->st);
+    hy_gguf_close(m->gguf);
     free(m);
 }

@@ -8,6 +8,7 @@
  * pairs, every merge's parts and concatenation in the vocab (else a load error, as in HF). */
 #include "core/json.h"
 #include "core/log.h"
+#include "formats/gguf.h"
 #include "tokenizer/tok_impl.h"
 
 #include <stdio.h>
@@ -265,13 +266,40 @@ static hy_status load_root(struct hy_tok *t, const json_t *root, struct hy_err *
     return hy_tok_build_decode(t, err);
 }
 
+hy_status hy_tok_from_json(struct hy_tok **out, const json_t *root, const char *what,
+                           struct hy_err *err)
+{
+    *out = NULL;
+    struct hy_tok *t = calloc(1, sizeof *t);
+    if (!t)
+        return hy_err_set(err, HY_E_NOMEM, "%s: out of memory", what);
+    hy_status st = load_root(t, root, err);
+    if (st) {
+        hy_err_prefix(err, "%s", what);
+        hy_tok_destroy(t);
+        return st;
+    }
+    HY_LOGD("tokenizer %s: %d ids, %u merges, %d added tokens, %d pre-tokenizer stages%s", what,
+            t->n_ids, t->merges.n, t->n_added, t->n_stage, t->nfc ? ", NFC" : "");
+    *out = t;
+    return HY_OK;
+}
+
 hy_status hy_tok_load(struct hy_tok **out, const char *path, struct hy_err *err)
 {
     *out = NULL;
     char file[4096];
     struct stat sb;
-    int n = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)
-                ? snprintf(file, sizeof file, "%s/tokenizer.json", path)
+    bool dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (!dir && hy_gguf_is_gguf(path)) {
+        struct hy_gguf *g = NULL;
+        hy_status st = hy_gguf_open(&g, path, err);
+        if (!st)
+            st = hy_tok_load_gguf(out, g, err);
+        hy_gguf_close(g);
+        return st;
+    }
+    int n = dir ? snprintf(file, sizeof file, "%s/tokenizer.json", path)
                 : snprintf(file, sizeof file, "%s", path);
     if (n < 0 || (size_t)n >= sizeof file)
         return hy_err_set(err, HY_E_INVAL, "tokenizer path is too long");
@@ -279,22 +307,9 @@ hy_status hy_tok_load(struct hy_tok **out, const char *path, struct hy_err *err)
     hy_status st = hy_json_load_file(&root, file, HY_TOK_MAX_FILE, err);
     if (st)
         return st;
-    struct hy_tok *t = calloc(1, sizeof *t);
-    if (!t) {
-        json_decref(root);
-        return hy_err_set(err, HY_E_NOMEM, "%s: out of memory", file);
-    }
-    st = load_root(t, root, err);
+    st = hy_tok_from_json(out, root, file, err);
     json_decref(root);
-    if (st) {
-        hy_err_prefix(err, "%s", file);
-        hy_tok_destroy(t);
-        return st;
-    }
-    HY_LOGD("tokenizer %s: %d ids, %u merges, %d added tokens, %d pre-tokenizer stages%s", file,
-            t->n_ids, t->merges.n, t->n_added, t->n_stage, t->nfc ? ", NFC" : "");
-    *out = t;
-    return HY_OK;
+    return st;
 }
 
 void hy_tok_destroy(struct hy_tok *t)

@@ -222,7 +222,13 @@ extern const struct hy_tok_range hy_tok_nfc_keep[];
 extern const int hy_tok_nfc_keep_n;
 bool hy_tok_in_ranges(const struct hy_tok_range *r, int n, uint32_t cp);
 
-/* ---- loading helpers (load_pipeline.c, decode.c) ---- */
+/* ---- loading helpers (load.c, load_pipeline.c, decode.c, load_gguf.c) ---- */
+/* A tokenizer from a parsed tokenizer.json document (what names it in errors). */
+hy_status hy_tok_from_json(struct hy_tok **out, const json_t *root, const char *what,
+                           struct hy_err *err);
+/* The normalizer and pre_tokenizer JSON of a tokenizer.ggml.pre name (new references);
+ * HY_E_UNSUPPORTED for other names. */
+hy_status hy_tok_gguf_pipeline(const char *pre, json_t **normalizer, json_t **pre_tokenizer);
 /* A required field that is missing is a malformed file: HY_E_FORMAT, not HY_E_NOTFOUND. */
 static inline hy_status hy_tok_format_status(hy_status st)
 {

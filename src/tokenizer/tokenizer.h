@@ -26,8 +26,20 @@
 
 struct hy_tok;
 
-/* path: a tokenizer.json file, or a folder holding one. */
+/* path: a tokenizer.json file, a folder holding one, or a GGUF file (its tokenizer.ggml.*
+ * metadata, as hy_tok_load_gguf). */
 hy_status hy_tok_load(struct hy_tok **out, const char *path, struct hy_err *err);
+/* From an open GGUF's tokenizer.ggml.* keys (load_gguf.c says how they map): the same
+ * tokenizer, id for id, as the tokenizer.json the file was converted from, for
+ * tokenizer.ggml.pre "hunyuan" and "hunyuan-dense" (others are HY_E_UNSUPPORTED). The
+ * tokenizer copies what it needs; g may be closed afterwards. */
+struct hy_gguf;
+hy_status hy_tok_load_gguf(struct hy_tok **out, const struct hy_gguf *g, struct hy_err *err);
+/* The tokenizer.ggml.pre name whose pipeline (normalizer and pre_tokenizer, offset-only
+ * fields aside) a parsed tokenizer.json document has: "hunyuan", "hunyuan-dense", or NULL
+ * when it is neither (such a tokenizer cannot be written to GGUF faithfully). */
+struct json_t;
+const char *hy_tok_gguf_pre_of(const struct json_t *root);
 void hy_tok_destroy(struct hy_tok *tok); /* accepts NULL */
 
 /* Number of ids (largest id + 1, added tokens included). */
