@@ -101,8 +101,8 @@ extern "C" size_t hy_cuda_topk_scratch_bytes(int64_t vocab, int rows, int k)
 extern "C" int hy_cuda_topk_max_k(int64_t vocab)
 {
     int64_t chunks = (vocab + TOPK_CHUNK - 1) / TOPK_CHUNK;
-    int64_t k = TOPK_CHUNK / chunks;
-    return (int)(k < TOPK_CHUNK ? k : TOPK_CHUNK);
+    int64_t k = TOPK_CHUNK / chunks; /* the merge sorts chunks * k keys in one block */
+    return (int)(k < vocab ? k : vocab);
 }
 
 extern "C" void hy_cuda_topk(cudaStream_t st, uint32_t *cand, const float *logits, int rows,
