@@ -96,3 +96,13 @@ set_tests_properties(server_test server_openai_test PROPERTIES LABELS server TIM
 # Load-time Q8_0 quantization vs the stored weights on the tiny checkpoints (logit cosine,
 # top-1 agreement): label model
 hy_add_test(q8_accuracy_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/quant/q8_accuracy_test.c)
+
+# GGUF (label model): each tiny checkpoint through `hymt convert` and back: logits
+# bit-identical when the type is kept, q8_0 projections equal to --quant q8, tokenizer ids
+# from tokenizer.ggml.* equal to tokenizer.json's on the corpus. The CLI side (errors,
+# --force, generate/translate/info on a .gguf) is tests/gguf/convert_cli_test.sh (unit).
+hy_add_test(gguf_model_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/gguf/gguf_model_test.c)
+add_dependencies(gguf_model_test hymt)
+add_test(NAME gguf_cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gguf/convert_cli_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)

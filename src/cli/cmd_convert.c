@@ -34,7 +34,8 @@ static const char usage[] =
     "usage: hymt convert -m MODEL -o FILE.gguf [--type TYPE] [--force]\n"
     "\n"
     "Converts a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json) to\n"
-    "one GGUF file in llama.cpp's hunyuan-dense layout, tokenizer and chat template included.\n"
+    "one GGUF file in llama.cpp's hunyuan-dense layout, tokenizer and chat template included\n"
+    "(a folder without tokenizer.json gives a GGUF without a tokenizer, with a warning).\n"
     "Every hymt command loads it with -m FILE.gguf; llama.cpp loads it too.\n"
     "\n"
     "options:\n"
@@ -201,12 +202,15 @@ static hy_status open_sources(struct conv *c, struct hy_err *err)
     hy_status s = hy_config_load(&c->cfg, path, err);
     if (!s)
         s = hy_st_open(&c->st, c->model, err);
-    if (!s)
+    snprintf(path, sizeof path, "%s/tokenizer.json", c->model);
+    bool have_tok = access(path, F_OK) == 0;
+    if (!s && !have_tok)
+        HY_LOGW("%s: no tokenizer.json: the GGUF gets no tokenizer (hymt loads it for token ids; "
+                "llama.cpp needs a vocabulary)", c->model);
+    if (!s && have_tok)
         s = hy_tok_load(&c->tok, c->model, err);
-    if (!s) {
-        snprintf(path, sizeof path, "%s/tokenizer.json", c->model);
+    if (!s && have_tok)
         s = hy_json_load_file(&c->tok_json, path, HY_TOK_MAX_FILE, err);
-    }
     if (!s)
         s = read_json_opt(c->model, "tokenizer_config.json", &c->tok_config, err);
     if (!s)
@@ -251,7 +255,7 @@ static hy_status write_gguf(struct conv *c, const char *path, struct hy_err *err
     if (s)
         return s;
     s = hy_convert_model_meta(w, &c->cfg, name, c->type, err);
-    if (!s)
+    if (!s && c->tok)
         s = hy_convert_tokenizer_meta(w, &src, c->tok, err);
     int64_t maxc = 1;
     for (int i = 0; i < c->n_plan && !s; i++) {
