@@ -323,8 +323,8 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     struct stat sb;
     bool gguf = stat(dir, &sb) == 0 && S_ISREG(sb.st_mode) && hy_gguf_is_gguf(dir);
     if (!gguf && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        return hy_err_set(err, HY_E_IO, "%s: neither a directory (a checkpoint folder with "
-                          "config.json and model.safetensors) nor a GGUF file", dir);
+        return hy_err_set(err, HY_E_IO, "%s: not a directory (expected a checkpoint folder "
+                          "with config.json and model.safetensors) and not a GGUF file", dir);
     struct hy_model *m = calloc(1, sizeof *m);
     if (!m)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
