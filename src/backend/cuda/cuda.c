@@ -12,6 +12,7 @@
 #define CUBLAS_WORKSPACE ((size_t)32 << 20) /* cuBLAS' recommendation for Hopper */
 #define UPLOAD_CHUNK ((size_t)8 << 20)      /* elements converted on the host per copy */
 #define STAGE_REUSE 8                        /* ring slots remembered for reuse */
+#define ATT_PART_FLOATS ((size_t)8 << 20)   /* attention split-K shares (32 MiB) */
 #define MAX_GRAPHS 64                        /* recorded steps kept (by owner and key) */
 
 /* Inside a step (step_begin .. step_end): recording a CUDA graph, or replaying one. */
@@ -40,6 +41,8 @@ struct cuda_ctx {
     struct { const void *owner; int key; cudaGraphExec_t exec; } graphs[MAX_GRAPHS];
     int n_graphs, graph_at;
     uint16_t *xbf;      /* device [xbf_cap] bf16 matmul input */
+    float *att_part;    /* device [att_part_floats]: attention's split-K shares */
+    size_t att_part_floats;
     size_t xbf_cap;
 };
 
@@ -263,10 +266,12 @@ static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
         hy_cuda_rope(c->stream, x, d_pos, T, n_heads, hd, inv_freq);
 }
 
-/* Stages, per query row, (row, keys it sees, offset of its block table) and then every
- * sequence's block table (the blocks covering positions 0 .. pos0+n_tokens-1). Inside a
- * step every table takes step_max_blocks entries, so the staged size depends on the row
- * count alone, and the staging is done once per step (every layer passes the same seqs). */
+/* Stages, per tile of query rows (one decode row, or up to rows_per_tile prefill rows of
+ * one sequence), (first row, rows, keys its first row sees, offset of its block table),
+ * then every sequence's block table (the blocks covering positions 0 .. pos0+n_tokens-1).
+ * Inside a step every table takes step_max_blocks entries, so the staged size depends on
+ * the row count alone, and the staging is done once per step (every layer passes the same
+ * seqs). */
 static void cuda_attention(struct hy_backend *be, float *out, const float *q,
                            const float *k_pool, const float *v_pool, int bs,
                            const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv,
@@ -276,43 +281,52 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
     HY_ASSERT(n_kv > 0 && n_head % n_kv == 0 && bs > 0);
     HY_ASSERT(hd > 0 && hd <= HY_CUDA_MAX_HEAD_DIM);
     const bool in_step = c->mode != STEP_NONE;
-    size_t R = 0, nb = 0;
+    bool rows = false;
     for (int i = 0; i < n_seqs; i++) {
         HY_ASSERT(seqs[i].pos0 >= 0 && seqs[i].n_tokens >= 0 && seqs[i].row >= 0);
+        rows |= seqs[i].n_tokens > 1;
+    }
+    const int rt = rows ? hy_cuda_attention_rows_per_tile(n_head, n_kv, hd) : 1;
+    size_t tiles = 0, nb = 0;
+    for (int i = 0; i < n_seqs; i++) {
         int n = (seqs[i].pos0 + seqs[i].n_tokens + bs - 1) / bs;
         HY_ASSERT(!in_step || n <= c->step_max_blocks);
-        R += (size_t)seqs[i].n_tokens;
+        tiles += (size_t)((seqs[i].n_tokens + rt - 1) / rt);
         nb += in_step ? (size_t)c->step_max_blocks : (size_t)n;
     }
-    if (R == 0)
+    if (tiles == 0)
         return;
-    const int32_t *dev = in_step ? stage_find(c, (const int32_t *)(const void *)seqs, 3 * R + nb)
-                                 : NULL;
+    const size_t need = 4 * tiles + nb;
+    const int32_t *dev = in_step ? stage_find(c, (const int32_t *)(const void *)seqs, need) : NULL;
     if (!dev) {
-        int32_t *h = stage_reserve(c, 3 * R + nb, &dev);
-        int32_t *bt = h + 3 * R, r = 0, off = 0;
+        int32_t *h = stage_reserve(c, need, &dev);
+        int32_t *bt = h + 4 * tiles, off = 0;
+        size_t t = 0;
         for (int i = 0; i < n_seqs; i++) {
             const struct hy_attn_seq *s = &seqs[i];
             int n = (s->pos0 + s->n_tokens + bs - 1) / bs;
             memcpy(bt + off, s->blocks, (size_t)n * sizeof *bt);
-            for (int t = 0; t < s->n_tokens; t++, r++) {
-                h[3 * r] = s->row + t;
-                h[3 * r + 1] = s->pos0 + t + 1;
-                h[3 * r + 2] = off;
+            for (int r = 0; r < s->n_tokens; r += rt, t++) {
+                h[4 * t] = s->row + r;
+                h[4 * t + 1] = s->n_tokens - r < rt ? s->n_tokens - r : rt;
+                h[4 * t + 2] = s->pos0 + r + 1;
+                h[4 * t + 3] = off;
             }
             off += in_step ? c->step_max_blocks : n;
         }
-        const int32_t *again = in_step ? NULL : stage_find(c, h, 3 * R + nb);
+        const int32_t *again = in_step ? NULL : stage_find(c, h, need);
         if (again) { /* every layer after the first */
             c->stage_head = (size_t)(h - c->stage_h); /* give the slot just reserved back */
             dev = again;
         } else {
-            stage_send(c, h, 3 * R + nb, seqs);
+            stage_send(c, h, need, seqs);
         }
     }
-    if (!replaying(c))
-        hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 3 * R, (int)R,
-                          n_head, n_kv, hd, scale);
+    if (replaying(c))
+        return;
+    int smax = rows ? 1 : hy_cuda_attention_smax((int)tiles, n_head, hd, c->att_part_floats);
+    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 4 * tiles, (int)tiles,
+                      rows, smax, c->att_part, n_head, n_kv, hd, scale);
 }
 
 static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
@@ -450,6 +464,8 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFree(c->blas_ws));
         if (c->xbf)
             HY_CUDA_CHECK(cudaFree(c->xbf));
+        if (c->att_part)
+            HY_CUDA_CHECK(cudaFree(c->att_part));
         if (c->stage_d)
             HY_CUDA_CHECK(cudaFree(c->stage_d));
         if (c->stage_h)
@@ -557,6 +573,9 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     TRY(cudaMalloc((void **)&c->xbf, c->xbf_cap * sizeof(uint16_t)), HY_E_NOMEM,
         "matmul scratch");
     TRY(cudaMalloc(&c->blas_ws, CUBLAS_WORKSPACE), HY_E_NOMEM, "cuBLAS workspace");
+    c->att_part_floats = ATT_PART_FLOATS;
+    TRY(cudaMalloc((void **)&c->att_part, c->att_part_floats * sizeof(float)), HY_E_NOMEM,
+        "attention scratch");
     cublasStatus_t bs = cublasCreate(&c->blas);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         c->blas = NULL;

@@ -7,6 +7,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -58,11 +59,18 @@ void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w
 void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_heads, int hd,
                   const float *inv_freq);
 
-/* attention.cu: R query rows; info[3*r .. 3*r+2] = (row of q/out, keys 0..n-1 it attends,
- * offset of its block table in `blocks`). */
+/* attention.cu: `tiles` tiles of query rows; info[4*t .. 4*t+3] = (first row of q/out, rows
+ * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i
+ * attends one more per i), offset of its block table in `blocks`). With !rows, a row of
+ * n keys is split over min(smax, ceil(n/256)) shares merged through part (tiles * n_head *
+ * smax * (hd + 2) floats); smax from hy_cuda_attention_smax. rows_per_tile: how many
+ * rows a prefill tile should take. */
 void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float *k_pool,
                        const float *v_pool, int bs, const int32_t *info, const int32_t *blocks,
-                       int R, int n_head, int n_kv, int hd, float scale);
+                       int tiles, bool rows, int smax, float *part, int n_head, int n_kv, int hd,
+                       float scale);
+int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
+int hy_cuda_attention_smax(int tiles, int n_head, int hd, size_t part_floats);
 
 /* matmul.cu: out[T, rows] = x[T, cols] · W[rows, cols]ᵀ with W bf16 on the device; x is
  * rounded to bf16 into xbf (scratch of xbf_cap elements) in chunks of whole rows. */
