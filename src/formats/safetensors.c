@@ -36,7 +36,25 @@ struct hy_st {
     size_t n_virt, cap_virt;
     void **owned;                        /* buffers freed by hy_st_close */
     size_t n_owned, cap_owned;
+    struct hy_st_itensor *ints;          /* integer tensors, sorted by name once opened */
+    size_t n_ints, cap_ints;
 };
+
+/* While a file is parsed, its integer tensors sit among the others with these private dtype
+ * codes (never seen outside this file): INT_CODE + enum hy_st_int_type. */
+#define INT_CODE 64
+static const char *const int_names[3] = {"I32", "I8", "U8"};
+static const size_t int_sizes[3] = {4, 1, 1};
+
+static bool is_int_code(enum hy_dtype d) { return (int)d >= INT_CODE; }
+static size_t elem_size(enum hy_dtype d)
+{
+    return is_int_code(d) ? int_sizes[(int)d - INT_CODE] : hy_dtype_size(d);
+}
+static const char *elem_name(enum hy_dtype d)
+{
+    return is_int_code(d) ? int_names[(int)d - INT_CODE] : hy_dtype_name(d);
+}
 
 /* ---- one file ---- */
 
@@ -51,21 +69,23 @@ static uint64_t read_le64(const unsigned char *p)
 static hy_status parse_dtype(const json_t *v, enum hy_dtype *out, struct hy_err *err)
 {
     /* Valid safetensors dtypes that hymt does not read: "unsupported", not "unknown". */
-    static const char *const other[] = {
-        "F64",  "I8",      "I16",     "I32",     "I64",     "U8",      "U16", "U32", "U64",
-        "BOOL", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",  "C64"};
+    static const char *const other[] = {"F64",     "I16",     "I64",     "U16",     "U32", "U64",
+                                        "BOOL",    "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2",
+                                        "F4",      "C64"};
     if (!json_is_string(v))
         return hy_err_set(err, HY_E_FORMAT, "dtype must be a string, got %s", hy_json_type_name(v));
     const char *s = json_string_value(v);
     int d = hy_dtype_parse(s);
+    for (int i = 0; i < 3 && d < 0; i++)
+        d = strcmp(s, int_names[i]) ? -1 : INT_CODE + i;
     if (d >= 0) {
         *out = (enum hy_dtype)d;
         return HY_OK;
     }
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         if (!strcmp(s, other[i]))
-            return hy_err_set(err, HY_E_UNSUPPORTED,
-                              "unsupported dtype %s (F32, F16, BF16, F8_E4M3 are read)", s);
+            return hy_err_set(err, HY_E_UNSUPPORTED, "unsupported dtype %s (F32, F16, BF16, "
+                              "F8_E4M3, I32, I8, U8 are read)", s);
     return hy_err_set(err, HY_E_FORMAT, "unknown dtype '%.32s'", s);
 }
 
@@ -111,14 +131,14 @@ static hy_status parse_offsets(const json_t *v, const unsigned char *base, uint6
                           b, e);
     if (e < b)
         return hy_err_set(err, HY_E_FORMAT, "data_offsets end %" PRId64 " < begin %" PRId64, e, b);
-    int64_t esize = (int64_t)hy_dtype_size(t->dtype);
+    int64_t esize = (int64_t)elem_size(t->dtype);
     if (t->n_elems > INT64_MAX / esize)
         return hy_err_set(err, HY_E_FORMAT, "byte size of the shape overflows");
     if (e - b != t->n_elems * esize)
         return hy_err_set(err, HY_E_FORMAT,
                           "data_offsets [%" PRId64 ", %" PRId64 "] hold %" PRId64
                           " bytes but %" PRId64 " %s elements need %" PRId64,
-                          b, e, e - b, t->n_elems, hy_dtype_name(t->dtype), t->n_elems * esize);
+                          b, e, e - b, t->n_elems, elem_name(t->dtype), t->n_elems * esize);
     if ((uint64_t)e > data_size)
         return hy_err_set(err, HY_E_FORMAT,
                           "data [%" PRId64 ", %" PRId64
@@ -211,6 +231,38 @@ static hy_status check_overlap(struct hy_st_tensor *t, size_t n, struct hy_err *
     return HY_OK;
 }
 
+/* Moves the integer tensors among tensors[first..] to st->ints, keeping the others' order. */
+static hy_status move_ints(struct hy_st *st, size_t first, struct hy_err *err)
+{
+    size_t k = first;
+    for (size_t i = first; i < st->n_tensors; i++) {
+        const struct hy_st_tensor *t = &st->tensors[i];
+        if (!is_int_code(t->dtype)) {
+            st->tensors[k++] = *t;
+            continue;
+        }
+        if (st->n_ints == st->cap_ints) {
+            size_t cap = st->cap_ints ? 2 * st->cap_ints : 64;
+            void *p = realloc(st->ints, cap * sizeof *st->ints);
+            if (!p)
+                return hy_err_set(err, HY_E_NOMEM, "out of memory for %zu tensors", cap);
+            st->ints = p;
+            st->cap_ints = cap;
+        }
+        struct hy_st_itensor *x = &st->ints[st->n_ints++];
+        memcpy(x->name, t->name, sizeof x->name);
+        x->type = (enum hy_st_int_type)((int)t->dtype - INT_CODE);
+        x->n_dims = t->n_dims;
+        memcpy(x->shape, t->shape, sizeof x->shape);
+        x->n_elems = t->n_elems;
+        x->data = t->data;
+        x->nbytes = t->nbytes;
+        x->file = t->file;
+    }
+    st->n_tensors = k;
+    return HY_OK;
+}
+
 static hy_status parse_header(struct hy_st *st, const json_t *root, const unsigned char *base,
                               uint64_t data_size, int fi, struct hy_err *err)
 {
@@ -237,7 +289,8 @@ static hy_status parse_header(struct hy_st *st, const json_t *root, const unsign
         if (s != HY_OK)
             return s;
     }
-    return check_overlap(st->tensors + first, st->n_tensors - first, err);
+    s = check_overlap(st->tensors + first, st->n_tensors - first, err);
+    return s ? s : move_ints(st, first, err);
 }
 
 /* Maps file fi and appends its tensors. Errors are prefixed with the file's path. */
@@ -289,6 +342,11 @@ static int cmp_key_name(const void *key, const void *elem)
     return strcmp(key, (*t)->name);
 }
 
+static int cmp_iname(const void *a, const void *b)
+{
+    return strcmp(((const struct hy_st_itensor *)a)->name, ((const struct hy_st_itensor *)b)->name);
+}
+
 /* Builds the name index; a name in two files is an error naming both. */
 static hy_status index_names(struct hy_st *st, struct hy_err *err)
 {
@@ -303,6 +361,16 @@ static hy_status index_names(struct hy_st *st, struct hy_err *err)
         if (!strcmp(a->name, b->name))
             return hy_err_set(err, HY_E_FORMAT, "duplicate tensor '" MSG_NAME "' in %s and %s",
                               a->name, st->files[a->file].path, st->files[b->file].path);
+    }
+    qsort(st->ints, st->n_ints, sizeof *st->ints, cmp_iname);
+    for (size_t i = 0; i < st->n_ints; i++) {
+        const struct hy_st_itensor *a = &st->ints[i];
+        const struct hy_st_tensor *f = hy_st_find_stored(st, a->name);
+        int other = f ? f->file : i + 1 < st->n_ints && !strcmp(a->name, a[1].name) ? a[1].file
+                                                                                    : -1;
+        if (other >= 0)
+            return hy_err_set(err, HY_E_FORMAT, "duplicate tensor '" MSG_NAME "' in %s and %s",
+                              a->name, st->files[a->file].path, st->files[other].path);
     }
     return HY_OK;
 }
@@ -420,8 +488,10 @@ static hy_status cross_check(const struct hy_st *st, const json_t *wm, struct hy
     const json_t *v;
     json_object_foreach ((json_t *)wm, k, v) {
         const struct hy_st_tensor *t = hy_st_find(st, k);
+        const struct hy_st_itensor *x = t ? NULL : hy_st_find_int(st, k);
         const char *want = json_string_value(v);
-        if (!t || strcmp(st->files[t->file].name, want))
+        int file = t ? t->file : x ? x->file : -1;
+        if (file < 0 || strcmp(st->files[file].name, want))
             return hy_err_set(err, HY_E_FORMAT, "tensor '" MSG_NAME "' is not in its shard %s", k,
                               want);
     }
@@ -432,6 +502,11 @@ static hy_status cross_check(const struct hy_st *st, const json_t *wm, struct hy
                               "tensor '" MSG_NAME "' of shard %s is not in the index", t->name,
                               st->files[t->file].name);
     }
+    for (size_t i = 0; i < st->n_ints; i++)
+        if (!json_object_get(wm, st->ints[i].name))
+            return hy_err_set(err, HY_E_FORMAT,
+                              "tensor '" MSG_NAME "' of shard %s is not in the index",
+                              st->ints[i].name, st->files[st->ints[i].file].name);
     return HY_OK;
 }
 
@@ -538,6 +613,7 @@ void hy_st_close(struct hy_st *st)
         free(st->owned[i]);
     free(st->owned);
     free(st->virt);
+    free(st->ints);
     free(st);
 }
 
@@ -607,6 +683,11 @@ static int cmp_key_tensor(const void *key, const void *elem)
     return strcmp(key, ((const struct hy_st_tensor *)elem)->name);
 }
 
+static int cmp_key_itensor(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct hy_st_itensor *)elem)->name);
+}
+
 hy_status hy_st_put(struct hy_st *st, const char *name, int file, enum hy_dtype dtype, int n_dims,
                     const int64_t *shape, void *data, bool owned, struct hy_err *err)
 {
@@ -674,4 +755,28 @@ const struct hy_st_tensor *hy_st_find_stored(const struct hy_st *st, const char 
     const struct hy_st_tensor *const *p =
         bsearch(name, st->by_name, st->n_tensors, sizeof *st->by_name, cmp_key_name);
     return p ? *p : NULL;
+}
+
+/* ---- integer tensors ---- */
+
+size_t hy_st_int_count(const struct hy_st *st)
+{
+    return st->n_ints;
+}
+
+const struct hy_st_itensor *hy_st_int_at(const struct hy_st *st, size_t i)
+{
+    HY_ASSERT(i < st->n_ints);
+    return &st->ints[i];
+}
+
+const struct hy_st_itensor *hy_st_find_int(const struct hy_st *st, const char *name)
+{
+    return st->n_ints ? bsearch(name, st->ints, st->n_ints, sizeof *st->ints, cmp_key_itensor)
+                      : NULL;
+}
+
+const char *hy_st_int_type_name(enum hy_st_int_type t)
+{
+    return (int)t >= 0 && (int)t < 3 ? int_names[t] : "?";
 }

@@ -4,8 +4,11 @@
  * malformed input is an error naming the file and the problem (truncated file, header length
  * beyond the file, invalid JSON header, unknown dtype, data out of bounds or overlapping,
  * shape/size mismatch, duplicate names, index naming a missing shard or tensor); nothing is
- * trusted. Dtypes read: F32, F16, BF16, F8_E4M3 (float8 e4m3fn, the fp8 checkpoints' weights);
- * others are HY_E_UNSUPPORTED naming the dtype.
+ * trusted. Dtypes read: F32, F16, BF16, F8_E4M3 (float8 e4m3fn, the fp8 checkpoints' weights),
+ * and the integer I32, I8, U8 (GPTQ's qweight/qzeros/g_idx), which are kept apart: they
+ * have no enum hy_dtype (no kernel reads them), so hy_st_count/hy_st_at/hy_st_find never
+ * return them and hy_st_int_* / hy_st_find_int do. Every other dtype is HY_E_UNSUPPORTED
+ * naming it.
  * Status kinds: HY_E_IO (file missing or unreadable), HY_E_FORMAT (malformed), HY_E_RANGE (over
  * one of the limits below), HY_E_UNSUPPORTED (valid but not read: dtype, more than 4 dims).
  * The index and its shards must agree exactly: a tensor in a shard but absent from the index
@@ -25,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define HY_ST_MAX_DIMS 4
 #define HY_ST_MAX_NAME 256              /* bytes incl. NUL; longer names are an error */
@@ -76,6 +80,36 @@ hy_status hy_st_put(struct hy_st *st, const char *name, int file, enum hy_dtype 
                     const int64_t *shape, void *data, bool owned, struct hy_err *err);
 /* The tensor as the files hold it, ignoring puts. NULL when absent. */
 const struct hy_st_tensor *hy_st_find_stored(const struct hy_st *st, const char *name);
+
+/* ---- integer tensors (I32, I8, U8), little-endian as the format stores them; checked like
+ * the others (bounds, size against the shape, overlap with any tensor, duplicate names across
+ * both kinds, index agreement). ---- */
+
+enum hy_st_int_type { HY_ST_I32 = 0, HY_ST_I8 = 1, HY_ST_U8 = 2 };
+
+struct hy_st_itensor {
+    char name[HY_ST_MAX_NAME];
+    enum hy_st_int_type type;
+    int n_dims;
+    int64_t shape[HY_ST_MAX_DIMS];
+    int64_t n_elems;
+    const void *data;              /* into the file map: possibly unaligned (read with memcpy) */
+    size_t nbytes;
+    int file;
+};
+
+size_t hy_st_int_count(const struct hy_st *st);
+const struct hy_st_itensor *hy_st_int_at(const struct hy_st *st, size_t i); /* by name */
+const struct hy_st_itensor *hy_st_find_int(const struct hy_st *st, const char *name);
+const char *hy_st_int_type_name(enum hy_st_int_type t); /* "I32", "I8", "U8" */
+
+/* Element i of an I32 tensor (little-endian host assumed, as everywhere in hymt). */
+static inline int32_t hy_st_i32(const struct hy_st_itensor *t, int64_t i)
+{
+    int32_t v;
+    memcpy(&v, (const unsigned char *)t->data + 4 * (size_t)i, 4);
+    return v;
+}
 
 /* ---- writer ---- */
 

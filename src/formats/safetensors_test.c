@@ -647,9 +647,91 @@ static void test_bad_index(void)
     expect_dir(dir, HY_E_FORMAT, "'x'", "duplicate", HERE);
 
     /* A malformed shard is reported with the shard's name. */
+    craft(path, "{\"y\": {\"dtype\": \"I16\", \"shape\": [2], \"data_offsets\": [0, 4]}}",
+          UINT64_MAX, 4);
+    expect_dir(dir, HY_E_UNSUPPORTED, "b.safetensors", "unsupported dtype I16", HERE);
+
+    /* Integer tensors take part in the index checks: listed in the wrong shard, unlisted,
+     * and the same name as a float tensor of another shard. */
     craft(path, "{\"y\": {\"dtype\": \"I32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
           UINT64_MAX, 4);
-    expect_dir(dir, HY_E_UNSUPPORTED, "b.safetensors", "unsupported dtype I32", HERE);
+    write_index_text(dir, "{\"weight_map\": {\"x\": \"a.safetensors\", \"y\": \"a.safetensors\"}}");
+    expect_dir(dir, HY_E_FORMAT, "'y'", "is not in its shard a.safetensors", HERE);
+    craft(path,
+          "{\"y\": {\"dtype\": \"I32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
+          " \"w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
+          UINT64_MAX, 8);
+    write_index_text(dir, "{\"weight_map\": {\"x\": \"a.safetensors\", \"w\": \"b.safetensors\"}}");
+    expect_dir(dir, HY_E_FORMAT, "'y'", "is not in the index", HERE);
+    write_index_text(dir, "{\"weight_map\": {\"x\": \"a.safetensors\", \"y\": \"b.safetensors\", "
+                          "\"w\": \"b.safetensors\"}}");
+    struct hy_st *st = NULL;
+    struct hy_err e = {{0}};
+    CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
+    if (st) {
+        CHECK(hy_st_count(st) == 2 && hy_st_int_count(st) == 1);
+        CHECK(hy_st_find_int(st, "y") && hy_st_find_int(st, "y")->file == 1);
+        hy_st_close(st);
+    }
+    craft(path,
+          "{\"y\": {\"dtype\": \"I32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
+          " \"x\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [4, 8]}}",
+          UINT64_MAX, 8);
+    write_index_text(dir, "{\"weight_map\": {\"x\": \"a.safetensors\", \"y\": \"b.safetensors\"}}");
+    expect_dir(dir, HY_E_FORMAT, "'x'", "duplicate", HERE);
+}
+
+/* I32 / I8 / U8 (GPTQ checkpoints): kept apart from the float tensors, read in place at odd
+ * offsets, with every check the others get. */
+static void test_ints(void)
+{
+    char dir[128], path[256];
+    case_dir(dir, sizeof dir, "ints");
+    snprintf(path, sizeof path, "%s/x.safetensors", dir);
+    craft(path,
+          "{\"q\": {\"dtype\": \"I32\", \"shape\": [2, 3], \"data_offsets\": [3, 27]},"
+          " \"f\": {\"dtype\": \"BF16\", \"shape\": [1], \"data_offsets\": [1, 3]},"
+          " \"b\": {\"dtype\": \"I8\", \"shape\": [], \"data_offsets\": [0, 1]},"
+          " \"u\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [27, 29]},"
+          " \"a\": {\"dtype\": \"I32\", \"shape\": [0], \"data_offsets\": [29, 29]}}",
+          UINT64_MAX, 29);
+    struct hy_st *st = NULL;
+    struct hy_err e = {{0}};
+    CHECKF(hy_st_open_file(&st, path, &e) == HY_OK, "%s", e.msg);
+    if (st) {
+        CHECK(hy_st_count(st) == 1 && hy_st_at(st, 0) == hy_st_find(st, "f"));
+        CHECK(hy_st_find(st, "q") == NULL && hy_st_find_stored(st, "q") == NULL);
+        CHECK(hy_st_int_count(st) == 4 && hy_st_find_int(st, "f") == NULL);
+        CHECK(!strcmp(hy_st_int_at(st, 0)->name, "a") && !strcmp(hy_st_int_at(st, 3)->name, "u"));
+        const struct hy_st_itensor *q = hy_st_find_int(st, "q"), *b = hy_st_find_int(st, "b"),
+                                   *u = hy_st_find_int(st, "u");
+        CHECK(q && q->type == HY_ST_I32 && q->n_dims == 2 && q->shape[1] == 3 &&
+              q->n_elems == 6 && q->nbytes == 24 && q->file == 0);
+        CHECK(b && b->type == HY_ST_I8 && b->n_dims == 0 && b->nbytes == 1);
+        CHECK(u && u->type == HY_ST_U8 && u->nbytes == 2);
+        CHECK(!strcmp(hy_st_int_type_name(HY_ST_U8), "U8"));
+        for (int i = 0; q && i < 6; i++) { /* craft's bytes at offsets 3+4i.., little-endian */
+            uint32_t want = 0;
+            for (int k = 3; k >= 0; k--)
+                want = want << 8 | (unsigned char)((3 + 4 * i + k) * 37 + 11);
+            CHECKF(hy_st_i32(q, i) == (int32_t)want, "q[%d] = %d", i, hy_st_i32(q, i));
+        }
+        hy_st_close(st);
+    }
+    BAD("{\"a\": {\"dtype\": \"I32\", \"shape\": [2], \"data_offsets\": [0, 6]}}", UINT64_MAX,
+        8, HY_E_FORMAT, "2 I32 elements need 8");
+    BAD("{\"a\": {\"dtype\": \"U8\", \"shape\": [9], \"data_offsets\": [0, 9]}}", UINT64_MAX,
+        8, HY_E_FORMAT, "out of bounds");
+    BAD("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
+        " \"b\": {\"dtype\": \"I32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
+        UINT64_MAX, 8, HY_E_FORMAT, "'a' and 'b' overlap");
+    BAD("{\"a\": {\"dtype\": \"I8\", \"shape\": [2], \"data_offsets\": [0, 2]},"
+        " \"b\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [1, 3]}}",
+        UINT64_MAX, 8, HY_E_FORMAT, "'a' and 'b' overlap");
+    BAD("{\"a\": {\"dtype\": \"I32\", \"shape\": [1, 1, 1, 1, 1], \"data_offsets\": [0, 4]}}",
+        UINT64_MAX, 8, HY_E_UNSUPPORTED, "5 dims");
+    BAD("{\"a\": {\"dtype\": \"i32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", UINT64_MAX,
+        8, HY_E_FORMAT, "unknown dtype 'i32'");
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -673,6 +755,7 @@ int main(void)
     test_bad_files();
     test_odd_but_valid();
     test_fp8();
+    test_ints();
     test_bad_index();
     CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
     return test_result();
