@@ -211,25 +211,26 @@ static void test_engine(const char *name, struct hy_backend *be)
     p.max_batch_tokens = 24;
     p.max_seq_tokens = 64;
     p.kv_bytes = 8 << 20;
-    if (m)
-        CHECKF(hy_engine_create(&e, m, &p, &err) == HY_OK, "%s", err.msg);
-    if (!e)
+    if (!m)
         goto out;
     const int64_t V = m->cfg.vocab_size;
     int32_t prompts[NREQ][32], got[NREQ][GEN], want[NREQ][GEN];
     int plen[NREQ], ngot[NREQ] = {0};
     uint64_t h[NREQ], x = 5;
-    for (int r = 0; r < NREQ; r++) {
+    for (int r = 0; r < NREQ; r++) { /* before the engine: one thread uses a backend */
         plen[r] = 3 + (int)(lcg(&x) % 28);
         for (int t = 0; t < plen[r]; t++)
             prompts[r][t] = (int32_t)(lcg(&x) % (uint64_t)V);
         alone(m, prompts[r], plen[r], want[r]);
+    }
+    CHECKF(hy_engine_create(&e, m, &p, &err) == HY_OK, "%s", err.msg);
+    for (int r = 0; r < NREQ && e; r++) {
         struct hy_engine_request q = {.prompt = prompts[r], .n_prompt = plen[r],
                                       .max_new_tokens = GEN};
         q.sampling = (struct hy_sampler_params){0, 0, 1.0f, 1.0f, 0};
         CHECKF(hy_engine_submit(e, &q, &h[r], &err) == HY_OK, "%s", err.msg);
     }
-    for (int r = 0; r < NREQ; r++) {
+    for (int r = 0; r < NREQ && e; r++) {
         struct hy_engine_status st = {0};
         int k;
         while ((k = hy_engine_read(e, h[r], got[r] + ngot[r], GEN - ngot[r], -1, &st)) >= 0 &&
@@ -238,6 +239,8 @@ static void test_engine(const char *name, struct hy_backend *be)
         CHECK(ngot[r] == GEN && memcmp(got[r], want[r], sizeof want[r]) == 0);
         hy_engine_release(e, h[r]);
     }
+    if (!e)
+        goto out;
     struct hy_engine_stats ss;
     hy_engine_stats(e, &ss);
     fprintf(stderr, "%s: engine on the GPU: %d requests, %lld steps, %lld samples from a whole "
