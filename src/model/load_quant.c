@@ -1,5 +1,5 @@
 /* load_quant.c: fp8 checkpoints and --quant fp8, dequantized to BF16 at load (contract in
- * load_quant.h). */
+ * load_quant.h; GPTQ in load_gptq.c). */
 #include "model/load_quant.h"
 
 #include "core/fp8.h"
@@ -423,8 +423,6 @@ static hy_status quantize_fp8(struct hy_st *st, struct hy_pool *pool, const stru
 
 /* ---- entry points ---- */
 
-static bool pick_qweight(const struct hy_st_tensor *t) { return ends_with(t->name, ".qweight"); }
-
 hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
                            enum hy_dtype quant, bool per_channel, struct hy_err *err)
 {
@@ -435,15 +433,7 @@ hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_co
     bool has_f8 = false;
     for (size_t i = 0; i < hy_st_count(st) && !has_f8; i++)
         has_f8 = hy_st_at(st, i)->dtype == HY_DTYPE_F8_E4M3;
-    size_t n_qw = 0;
-    char(*qw)[HY_ST_MAX_NAME] = collect(st, pick_qweight, &n_qw);
-    if (!qw)
-        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
-    else if (q.method == HY_QUANT_GPTQ || n_qw)
-        s = hy_err_set(err, HY_E_UNSUPPORTED, "%s: GPTQ checkpoints (%s) are not loaded yet: "
-                       "their int32 qweight/qzeros/g_idx tensors are not read",
-                       dir, n_qw ? qw[0] : "quantization_config quant_method gptq");
-    free(qw);
+    s = hy_quant_gptq(st, cfg, &q, quant, err); /* load_gptq.c; nothing without GPTQ tensors */
     if (!s && quant == HY_DTYPE_F8_E4M3 && (has_f8 || q.method == HY_QUANT_FP8)) {
         HY_LOGI("--quant fp8: the checkpoint is fp8 already");
         quant = HY_DTYPE_F32;

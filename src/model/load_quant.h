@@ -18,13 +18,23 @@
  *   or value, and a missing input_scale are errors naming the tensor. Disagreements between
  *   the ignore list and the stored dtypes are warnings (the tensors decide). One log line
  *   says how many linears were fp8 and which were kept as stored.
- * - GPTQ checkpoints (doc 6.2): `<linear>.qweight` int32 [in/8, out] (input row 8r+j in bits
- *   4j..4j+3 of row r), `.qzeros` int32 [groups, out/8] (same nibble order along out,
- *   storing zero-1 unless checkpoint_format is gptq_v2), `.scales` F16/BF16/F32 [groups,
- *   out], `.g_idx` int32 [in] (optional: i / group_size without it) dequantize to BF16
- *   `<linear>.weight` [out, in]: w[o][i] = scales[g][o] * (q[i][o] - zero[g][o]), g =
- *   g_idx[i]. Needs the safetensors reader to read I32, which it does not yet: such a
- *   checkpoint is refused with a clear error naming the tensor (see the report).
+ * - GPTQ-Int4 checkpoints (doc 6.2; AngelSlim GPTQQuantLinear, the AutoGPTQ layout; in
+ *   load_gptq.c): `<linear>.qweight` I32 [in/8, out] (input row 8r+j in bits 4j..4j+3 of
+ *   row r, out a multiple of 8), `.qzeros` I32 [G, out/8] (output column 8c+j in bits
+ *   4j..4j+3 of column c; the stored value is zero-1 (v1, checkpoint_format "gptq", and the
+ *   assumption without a config) or the zero itself (gptq_v2)), `.scales` F16/BF16/F32 [G, out]
+ *   (finite), `.g_idx` I32 [in] (each in [0, G); any order, so desc_act works; optional
+ *   without desc_act: i / group_size), G = in / group_size (group_size -1: G = 1; without a
+ *   config: read from the scales' rows). Dequantized to BF16 `<linear>.weight` [out, in]:
+ *   w[o][i] = bf16_rne(scale[g][o] * (q[i][o] - zero[g][o])), g = g_idx[i], the product
+ *   exact in float32 (as PyTorch's (scales.float() * (q - z).float()).to(bfloat16)), owned
+ *   by the set. A `.bias` must be all zeros (ignored: the projections have none). Errors
+ *   naming the tensor: a wrong dtype or shape, group_size not dividing in, g_idx out of
+ *   range, a missing qzeros/scales (or g_idx with desc_act), a float `.weight` beside a
+ *   qweight, qzeros/scales/g_idx without their qweight, any other integer tensor. v1 zeros
+ *   are (stored + 1) mod 16: a zero of 0 is stored as -1, i.e. 15, and AutoGPTQ's reference
+ *   dequantizer masks the sum the same way.
+ *   `--quant fp8` on a GPTQ checkpoint is refused; --quant q8/q4 requantize the bf16.
  * - quant == HY_DTYPE_F8_E4M3 on an unquantized checkpoint (`--quant fp8`): every
  *   projection (q/k/v/o, gate/up/down) is quantized: scale = max|w| / 448 over the tensor
  *   (or over each output row when per_channel), codes = e4m3(clamp(w / scale, +-448)), then
@@ -57,5 +67,12 @@ struct hy_fp8_view {
     float input_scale;    /* static activation scale; 0 when there is none */
 };
 bool hy_quant_fp8_view(const struct hy_st *st, const char *weight_name, struct hy_fp8_view *v);
+
+/* Internal (load_gptq.c, called by hy_quant_prepare): the GPTQ step above; HY_OK and
+ * nothing done when the set holds no integer tensor and the config is not gptq. */
+struct hy_quant_config;
+hy_status hy_quant_gptq(struct hy_st *st, const struct hy_config *cfg,
+                        const struct hy_quant_config *q, enum hy_dtype quant,
+                        struct hy_err *err);
 
 #endif

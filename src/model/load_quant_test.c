@@ -596,7 +596,7 @@ static void test_bad(const struct ckpt *src)
                   "{\"weights\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"block\"}}}}",
          "quantization_config", HY_E_UNSUPPORTED, "strategy 'block'");
     CASE((void)0, "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128}", NULL,
-         HY_E_UNSUPPORTED, "GPTQ checkpoints");
+         HY_E_FORMAT, "says gptq but no tensor is a <linear>.qweight");
 #undef CASE
     ckpt_free(&base);
     ckpt_free(&q);
