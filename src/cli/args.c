@@ -174,8 +174,8 @@ int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const 
 {
     if (device && !hy_backend_name_valid(device))
         return cli_fail(cmd, "--device must be auto, cpu or cuda, not '%s'", device);
-    if (quant && strcmp(quant, "q8") != 0)
-        return cli_fail(cmd, "--quant must be q8, not '%s'", quant);
+    if (quant && strcmp(quant, "q8") != 0 && strcmp(quant, "fp8") != 0)
+        return cli_fail(cmd, "--quant must be q8 or fp8, not '%s'", quant);
     return CLI_OK;
 }
 
@@ -187,7 +187,15 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
     hy_status st = hy_backend_open(be, device ? device : default_device, threads, err);
     if (st)
         return st;
-    struct hy_model_opts mo = {quant ? HY_DTYPE_Q8_0 : HY_DTYPE_F32};
+    bool fp8 = quant && !strcmp(quant, "fp8"); /* per tensor, dequantized at load */
+    if (fp8 && (*be)->i->weight_upload) {
+        st = hy_err_set(err, HY_E_UNSUPPORTED, "--quant fp8 is not supported on the %s backend "
+                        "yet (CPU only)", (*be)->i->name);
+        (*be)->i->destroy(*be);
+        *be = NULL;
+        return st;
+    }
+    struct hy_model_opts mo = {!quant ? HY_DTYPE_F32 : fp8 ? HY_DTYPE_F8_E4M3 : HY_DTYPE_Q8_0};
     st = hy_model_load_opts(m, dir, *be, &mo, err);
     if (st) {
         (*be)->i->destroy(*be);
