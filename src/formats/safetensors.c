@@ -362,7 +362,8 @@ static hy_status index_names(struct hy_st *st, struct hy_err *err)
             return hy_err_set(err, HY_E_FORMAT, "duplicate tensor '" MSG_NAME "' in %s and %s",
                               a->name, st->files[a->file].path, st->files[b->file].path);
     }
-    qsort(st->ints, st->n_ints, sizeof *st->ints, cmp_iname);
+    if (st->n_ints)
+        qsort(st->ints, st->n_ints, sizeof *st->ints, cmp_iname);
     for (size_t i = 0; i < st->n_ints; i++) {
         const struct hy_st_itensor *a = &st->ints[i];
         const struct hy_st_tensor *f = hy_st_find_stored(st, a->name);
