@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define SUF_QW ".qweight"
-#define OUT_CHUNK 16 /* output columns a thread unpacks per pass over the packed rows */
+#define OUT_CHUNK 64 /* output columns a thread unpacks per pass over the packed rows */
 
 static bool ends_with(const char *s, const char *suf)
 {
@@ -46,25 +46,28 @@ static void linear_free(struct gptq_linear *l)
     free(l->w);
 }
 
-/* w[o][i] = bf16(scale[g][o] * (q[i][o] - zero[g][o])), g = g_idx[i], for o in [o0, o1). */
+/* w[o][i] = bf16(scale[g][o] * (q[i][o] - zero[g][o])), g = g_idx[i], for the output
+ * columns of chunks [c0, c1): each packed row's OUT_CHUNK words (whole cache lines) are read
+ * once, and each output row gets 8 consecutive values from them. */
 static void deq_cols(void *ctx, int64_t c0, int64_t c1, int tid)
 {
     (void)tid;
     const struct gptq_linear *l = ctx;
-    const int64_t out = l->out;
+    const int64_t out = l->out, in = l->in;
     const unsigned char *qw = l->qw->data;
     for (int64_t o0 = c0 * OUT_CHUNK; o0 < c1 * OUT_CHUNK && o0 < out; o0 += OUT_CHUNK) {
         int64_t n = out - o0 < OUT_CHUNK ? out - o0 : OUT_CHUNK;
-        for (int64_t r = 0; r < l->in / 8; r++) {
+        for (int64_t r = 0; r < in / 8; r++) {
             uint32_t packed[OUT_CHUNK];
             memcpy(packed, qw + ((size_t)r * (size_t)out + (size_t)o0) * 4, (size_t)n * 4);
-            for (int j = 0; j < 8; j++) {
-                const int64_t i = 8 * r + j, g = l->g[i];
-                const float *s = l->scale + g * out + o0;
-                const int8_t *z = l->zero + g * out + o0;
-                for (int64_t k = 0; k < n; k++) {
+            const int32_t *g = l->g + 8 * r;
+            for (int64_t k = 0; k < n; k++) {
+                const int64_t o = o0 + k;
+                uint16_t *w = l->w + o * in + 8 * r;
+                for (int j = 0; j < 8; j++) {
                     int q = (int)(packed[k] >> (4 * j) & 15u);
-                    l->w[(o0 + k) * l->in + i] = hy_f32_to_bf16(s[k] * (float)(q - z[k]));
+                    int64_t gi = g[j] * out + o;
+                    w[j] = hy_f32_to_bf16(l->scale[gi] * (float)(q - l->zero[gi]));
                 }
             }
         }
