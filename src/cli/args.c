@@ -170,12 +170,34 @@ int64_t cli_parse_size(const struct cli_cmd *cmd, const char *flag, const char *
     return (int64_t)bytes;
 }
 
+/* --quant names and the weight dtype each makes at load (model/load.c); q4_0, q4_k and q6_k
+ * are there to compare the GGUF types on the same model. */
+static const struct {
+    const char *name;
+    enum hy_dtype dtype;
+} quant_names[] = {
+    {"q8", HY_DTYPE_Q8_0},   {"q4", HY_DTYPE_Q4_G128}, {"q4_0", HY_DTYPE_Q4_0},
+    {"q4_k", HY_DTYPE_Q4_K}, {"q6_k", HY_DTYPE_Q6_K},
+    {"fp8", HY_DTYPE_F8_E4M3}, /* per tensor, dequantized to bf16 at load (model/load_quant.h) */
+};
+
+int cli_quant_dtype(const char *quant)
+{
+    if (!quant)
+        return HY_DTYPE_F32;
+    for (size_t i = 0; i < sizeof quant_names / sizeof quant_names[0]; i++)
+        if (!strcmp(quant, quant_names[i].name))
+            return (int)quant_names[i].dtype;
+    return -1;
+}
+
 int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const char *quant)
 {
     if (device && !hy_backend_name_valid(device))
         return cli_fail(cmd, "--device must be auto, cpu or cuda, not '%s'", device);
-    if (quant && strcmp(quant, "q8") != 0 && strcmp(quant, "fp8") != 0)
-        return cli_fail(cmd, "--quant must be q8 or fp8, not '%s'", quant);
+    if (cli_quant_dtype(quant) < 0)
+        return cli_fail(cmd, "--quant must be q8, q4 or fp8 (or q4_0, q4_k, q6_k), not '%s'",
+                        quant);
     return CLI_OK;
 }
 
@@ -184,18 +206,21 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
                          struct hy_model **m, struct hy_err *err)
 {
     *m = NULL;
+    *be = NULL;
+    int qd = cli_quant_dtype(quant);
+    if (qd < 0)
+        return hy_err_set(err, HY_E_INVAL, "unknown --quant '%s'", quant);
     hy_status st = hy_backend_open(be, device ? device : default_device, threads, err);
     if (st)
         return st;
-    bool fp8 = quant && !strcmp(quant, "fp8"); /* per tensor, dequantized at load */
-    if (fp8 && (*be)->i->weight_upload) {
+    if (qd == HY_DTYPE_F8_E4M3 && (*be)->i->weight_upload) {
         st = hy_err_set(err, HY_E_UNSUPPORTED, "--quant fp8 is not supported on the %s backend "
                         "yet (CPU only)", (*be)->i->name);
         (*be)->i->destroy(*be);
         *be = NULL;
         return st;
     }
-    struct hy_model_opts mo = {!quant ? HY_DTYPE_F32 : fp8 ? HY_DTYPE_F8_E4M3 : HY_DTYPE_Q8_0};
+    struct hy_model_opts mo = {(enum hy_dtype)qd};
     st = hy_model_load_opts(m, dir, *be, &mo, err);
     if (st) {
         (*be)->i->destroy(*be);

@@ -41,15 +41,20 @@ int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...) __attribute__((for
 int64_t cli_parse_size(const struct cli_cmd *cmd, const char *flag, const char *s, int64_t lo,
                        int64_t hi);
 
-/* Checks --device (auto|cpu|cuda; NULL is fine) and --quant (q8; NULL is fine) the way
- * every model-running command takes them; CLI_ERR with the one-line message otherwise. */
+/* Checks --device (auto|cpu|cuda; NULL is fine) and --quant (q8, q4, q4_0, q4_k, q6_k; NULL
+ * is fine) the way every model-running command takes them; CLI_ERR with the one-line
+ * message otherwise. */
 int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const char *quant);
+/* The weight dtype --quant asks for (enum hy_dtype): q8 Q8_0, q4 Q4_G128 (Q4_0 where
+ * in-features are not a multiple of 128), q4_0, q4_k, q6_k themselves; NULL: HY_DTYPE_F32
+ * (as stored); -1 for anything else. */
+int cli_quant_dtype(const char *quant);
 
 struct hy_backend;
 struct hy_model;
 /* Opens the backend named by device (NULL: default_device) and loads the model from dir,
- * quantizing its projections when quant is "q8". On failure both out pointers are NULL,
- * everything is freed and err says why. */
+ * quantizing its projections and head when quant is set (cli_quant_dtype). On failure
+ * both out pointers are NULL, everything is freed and err says why. */
 hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
                          int threads, const char *quant, struct hy_backend **be,
                          struct hy_model **m, struct hy_err *err);

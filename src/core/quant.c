@@ -6,7 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-static int iround(float x) { return (int)lrintf(x); }
+/* Round to nearest, ties away from zero, inline (lrintf may be a library call). */
+static int iround(float x) { return (int)(x >= 0.0f ? x + 0.5f : x - 0.5f); }
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -193,9 +194,10 @@ void hy_q4_k_dequantize_row(float *dst, const void *src, int64_t n)
 /* ---- Q6_K and Q4_G128: symmetric scales ---- */
 
 /* The scale s minimizing sum w (x - s*L)^2 with L = clamp(round(x*iscale), lo, hi), over
- * candidate iscales around nmax/|m| (m: element of largest magnitude, mapped to -nmax so that
- * the asymmetric range [-nmax, nmax-1] is used fully). Returns 0 for an all-zero block. */
-static float fit_scale_sym(int n, int nmax, const float *x, const float *w)
+ * the 2*ncand+1 candidate iscales (nmax + step*k)/|m|, |k| <= ncand (m: element of largest
+ * magnitude, mapped to -nmax so that the asymmetric range [-nmax, nmax-1] is used fully).
+ * Returns 0 for an all-zero block. */
+static float fit_scale_sym(int n, int nmax, const float *x, const float *w, int ncand, float step)
 {
     float amax = 0.0f, m = 0.0f;
     for (int i = 0; i < n; i++)
@@ -205,25 +207,20 @@ static float fit_scale_sym(int n, int nmax, const float *x, const float *w)
         }
     if (amax == 0.0f)
         return 0.0f;
-    float best = m / -(float)nmax, best_err = INFINITY;
-    for (int k = -9; k <= 9; k++) {
-        float iscale = -((float)nmax + 0.1f * (float)k) / m;
+    /* With the least-squares scale s = sxl/sl2 for given levels, the weighted error is
+     * sum w x^2 - sxl^2/sl2: the best candidate has the largest sxl^2/sl2 (one pass each). */
+    float best = m / -(float)nmax, best_gain = -1.0f;
+    for (int k = -ncand; k <= ncand; k++) {
+        float iscale = -((float)nmax + step * (float)k) / m;
         float sxl = 0.0f, sl2 = 0.0f;
         for (int i = 0; i < n; i++) {
             float l = (float)clampi(iround(x[i] * iscale), -nmax, nmax - 1);
             sxl += w[i] * x[i] * l;
             sl2 += w[i] * l * l;
         }
-        if (sl2 <= 0.0f)
-            continue;
-        float s = sxl / sl2, err = 0.0f;
-        for (int i = 0; i < n; i++) {
-            float e = x[i] - s * (float)clampi(iround(x[i] * iscale), -nmax, nmax - 1);
-            err += w[i] * e * e;
-        }
-        if (err < best_err) {
-            best_err = err;
-            best = s;
+        if (sl2 > 0.0f && sxl * sxl / sl2 > best_gain) {
+            best_gain = sxl * sxl / sl2;
+            best = sxl / sl2;
         }
     }
     return best;
@@ -239,7 +236,7 @@ void hy_q6_k_quantize_row(void *dst, const float *src, int64_t n)
         for (int j = 0; j < 16; j++) {
             for (int i = 0; i < 16; i++)
                 w[i] = x[16 * j + i] * x[16 * j + i];
-            scales[j] = fit_scale_sym(16, 32, x + 16 * j, w);
+            scales[j] = fit_scale_sym(16, 32, x + 16 * j, w, 9, 0.1f);
             if (fabsf(scales[j]) > max_abs) {
                 max_abs = fabsf(scales[j]);
                 max_sc = scales[j];
@@ -315,7 +312,7 @@ void hy_q4_g128_quantize_row(void *dst, const float *src, int64_t n)
     for (int64_t b = 0; b < n / HY_Q4_G128_BLOCK; b++) {
         const float *x = src + b * HY_Q4_G128_BLOCK;
         struct hy_q4_g128_block blk;
-        blk.d = hy_f32_to_f16(fit_scale_sym(HY_Q4_G128_BLOCK, 8, x, w));
+        blk.d = hy_f32_to_f16(fit_scale_sym(HY_Q4_G128_BLOCK, 8, x, w, 6, 0.25f));
         float d = hy_f16_to_f32(blk.d), id = d != 0.0f ? 1.0f / d : 0.0f;
         for (int j = 0; j < HY_Q4_G128_BLOCK / 2; j++) {
             int q0 = clampi(iround(x[j] * id), -8, 7) + 8;

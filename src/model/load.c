@@ -6,6 +6,7 @@
 #include "model/load_quant.h"
 
 #include "core/log.h"
+#include "core/quant.h"
 #include "core/threads.h"
 
 #include <stdio.h>
@@ -181,20 +182,30 @@ static int projections(struct hy_model *m, struct hy_weight **ws, int cap)
     return n;
 }
 
+/* What load-time quantization replaces: every projection, then the head (last). */
+static int quant_targets(struct hy_model *m, struct hy_weight **ws, int cap)
+{
+    int n = projections(m, ws, cap);
+    HY_ASSERT(n < cap);
+    ws[n++] = &m->lm_head;
+    return n;
+}
+
+/* Frees what quantize_weights made (only after it succeeded: all or nothing). */
 static void free_quantized(struct hy_model *m)
 {
-    int cap = 7 * (int)m->cfg.num_hidden_layers;
-    struct hy_weight **ws = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *ws);
+    int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
+    struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
     HY_ASSERT(ws);
-    int n = projections(m, ws, cap);
+    int n = quant_targets(m, ws, cap);
     for (int i = 0; i < n; i++)
-        if (ws[i]->dtype == HY_DTYPE_Q8_0)
-            m->be->i->free(m->be, (void *)ws[i]->data);
+        m->be->i->free(m->be, (void *)ws[i]->data);
     free(ws);
 }
 
 struct quant_job {
     const struct hy_weight *src;
+    enum hy_dtype dt;
     unsigned char *dst;
     size_t rb, src_rb;
     float *rows; /* [threads, cols] scratch */
@@ -208,65 +219,103 @@ static void quant_rows(void *ctx, int64_t r0, int64_t r1, int tid)
     for (int64_t r = r0; r < r1; r++) {
         hy_dtype_to_f32(row, (const unsigned char *)w->data + (size_t)r * j->src_rb, w->dtype,
                         (size_t)w->cols);
-        hy_q8_0_quantize_row(j->dst + (size_t)r * j->rb, row, w->cols);
+        hy_dtype_from_f32(j->dst + (size_t)r * j->rb, row, j->dt, (size_t)w->cols);
     }
 }
 
-/* Quantizes every projection to Q8_0 in backend memory (host memory: CPU backends only),
- * rows split over a temporary pool of all online CPUs (each row is quantized alone, so the
- * result does not depend on the split). On failure the weights quantized so far stay set
- * and are freed by hy_model_destroy. */
+/* The dtype a weight with `cols` in-features gets for the requested one: as requested, but
+ * Q4_G128 falls back to Q4_0 where cols is not a multiple of 128 (the tiny test models,
+ * hidden 64); -1 where the blocks do not fit at all. */
+static int quant_dtype_for(enum hy_dtype quant, int64_t cols)
+{
+    if (quant == HY_DTYPE_Q4_G128 && cols % HY_Q4_G128_BLOCK)
+        quant = HY_DTYPE_Q4_0;
+    return cols % hy_dtype_block_elems(quant) ? -1 : (int)quant;
+}
+
+/* Quantizes one weight into new backend memory; *w points at it on success. */
+static hy_status quantize_one(struct hy_backend *be, struct hy_pool *pool, struct quant_job *j,
+                              struct hy_weight *w, enum hy_dtype quant, struct hy_err *err)
+{
+    int dt = quant_dtype_for(quant, w->cols);
+    if (dt < 0)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "%s needs in-features that are multiples of "
+                          "%lld; a weight has %lld", hy_dtype_name(quant),
+                          (long long)hy_dtype_block_elems(quant), (long long)w->cols);
+    j->src = w;
+    j->dt = (enum hy_dtype)dt;
+    j->rb = hy_dtype_row_bytes(j->dt, w->cols);
+    j->src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
+    j->dst = be->i->alloc(be, j->rb * (size_t)w->rows);
+    if (!j->dst)
+        return hy_err_set(err, HY_E_NOMEM, "out of backend memory for %s weights",
+                          hy_dtype_name(j->dt));
+    hy_pool_for(pool, w->rows, 16, quant_rows, j);
+    w->dtype = j->dt;
+    w->data = j->dst;
+    return HY_OK;
+}
+
+/* Quantizes every projection and the head (for a tied head: a quantized copy of the
+ * embedding, whose lookup keeps the stored table; the head is read in full every token, so
+ * it matters as much as a layer) into backend memory (host memory: CPU backends only). The
+ * embedding and the norms stay as stored. Rows are split over a temporary pool of all online
+ * CPUs (each row is quantized alone: the result does not depend on the split). All or
+ * nothing: on failure every copy made is freed and the weights are as they were. */
 static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
 {
     struct hy_backend *be = m->be;
     if (quant == HY_DTYPE_F32)
         return HY_OK;
-    if (quant != HY_DTYPE_Q8_0)
+    if (quant != HY_DTYPE_Q8_0 && quant != HY_DTYPE_Q4_G128 && quant != HY_DTYPE_Q4_0 &&
+        quant != HY_DTYPE_Q4_K && quant != HY_DTYPE_Q6_K)
         return hy_err_set(err, HY_E_INVAL, "load-time quantization to %s is not supported "
-                          "(Q8_0 and F8_E4M3 are)", hy_dtype_name(quant));
+                          "(Q8_0, Q4_G128, Q4_0, Q4_K and Q6_K are)", hy_dtype_name(quant));
     if (be->i->weight_upload)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 weights are not supported on the %s "
-                          "backend yet (CPU only)", be->i->name);
-    int cap = 7 * (int)m->cfg.num_hidden_layers;
-    struct hy_weight **ws = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *ws);
-    if (!ws)
-        return hy_err_set(err, HY_E_NOMEM, "out of memory");
-    int n = projections(m, ws, cap);
-    hy_status s = HY_OK;
-    for (int i = 0; i < n && !s; i++)
-        if (ws[i]->cols % HY_Q8_0_BLOCK)
-            s = hy_err_set(err, HY_E_UNSUPPORTED, "Q8_0 needs in-features that are multiples "
-                           "of %d; a projection has %lld", HY_Q8_0_BLOCK, (long long)ws[i]->cols);
+        return hy_err_set(err, HY_E_UNSUPPORTED, "%s weights are not supported on the %s "
+                          "backend yet (CPU only)", hy_dtype_name(quant), be->i->name);
+    int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
+    struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
+    struct hy_weight *saved = malloc((size_t)cap * sizeof *saved);
     struct hy_pool *pool = NULL;
-    if (!s && hy_pool_create(&pool, 0, err) != HY_OK)
-        pool = NULL; /* quantize on this thread alone */
     struct quant_job j = {0};
-    if (!s) {
-        int64_t maxc = 0;
-        for (int i = 0; i < n; i++)
-            maxc = ws[i]->cols > maxc ? ws[i]->cols : maxc;
-        j.rows = malloc((size_t)hy_pool_size(pool) * (size_t)(maxc > 0 ? maxc : 1) * sizeof(float));
-        if (!j.rows)
-            s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+    hy_status s = HY_OK;
+    int n = 0, done = 0;
+    if (!ws || !saved) {
+        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+        goto out;
+    }
+    n = quant_targets(m, ws, cap);
+    int64_t maxc = 1;
+    for (int i = 0; i < n; i++) {
+        saved[i] = *ws[i];
+        maxc = ws[i]->cols > maxc ? ws[i]->cols : maxc;
+    }
+    if (hy_pool_create(&pool, 0, err) != HY_OK)
+        pool = NULL; /* quantize on this thread alone */
+    j.rows = malloc((size_t)hy_pool_size(pool) * (size_t)maxc * sizeof(float));
+    if (!j.rows) {
+        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (; done < n && !s; done++)
+        s = quantize_one(be, pool, &j, ws[done], quant, err);
+    if (s) {
+        for (int i = 0; i < done - 1; i++) {
+            be->i->free(be, (void *)ws[i]->data);
+            *ws[i] = saved[i];
+        }
+        goto out;
     }
     m->weights_quantized = true;
-    for (int i = 0; i < n && !s; i++) {
-        struct hy_weight *w = ws[i];
-        j.src = w;
-        j.rb = hy_dtype_row_bytes(HY_DTYPE_Q8_0, w->cols);
-        j.src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
-        j.dst = be->i->alloc(be, j.rb * (size_t)w->rows);
-        if (!j.dst) {
-            s = hy_err_set(err, HY_E_NOMEM, "out of backend memory for Q8_0 weights");
-            break;
-        }
-        hy_pool_for(pool, w->rows, 16, quant_rows, &j);
-        w->dtype = HY_DTYPE_Q8_0;
-        w->data = j.dst;
-    }
+    HY_LOGI("quantized %d projections and the head to %s%s at load (embedding and norms as "
+            "stored)", n - 1, hy_dtype_name(quant),
+            quant == HY_DTYPE_Q4_G128 ? " (Q4_0 where in-features % 128 != 0)" : "");
+out:
     hy_pool_destroy(pool);
     free(j.rows);
     free(ws);
+    free(saved);
     return s;
 }
 

@@ -104,8 +104,11 @@ checks=$((checks + 1))
 [ "$(wc -w <"$TMP/out")" = 5 ] || { fails=$((fails+1)); echo "FAIL: generate --quant fp8 printed: $(cat "$TMP/out")"; }
 expect 2 "generate --quant fp9" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --quant fp9
 contains "$TMP/err" "or fp8" "--quant names fp8"
-expect 2 "generate --quant q4" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --quant q4
-one_line "generate --quant q4"
+expect 0 "generate --quant q4" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 --ignore-eos --quant q4
+checks=$((checks + 1))
+[ "$(wc -w <"$TMP/out")" = 5 ] || { fails=$((fails+1)); echo "FAIL: generate --quant q4 printed: $(cat "$TMP/out")"; }
+expect 2 "generate --quant q3" -- "$HYMT" generate -m "$M" --ids 1 -n 1 --quant q3
+one_line "generate --quant q3"
 expect 1 "generate --prompt without a tokenizer" -- "$HYMT" generate -m "$M" --prompt hi -n 1
 one_line "generate --prompt without a tokenizer"
 contains "$TMP/err" "tokenizer.json" "names the missing tokenizer"
@@ -144,8 +147,7 @@ contains "$TMP/err" "auto, cpu or cuda" "names the devices"
 expect 0 "translate --device cpu" -- "$HYMT" translate -m "$T" --to en --device cpu --max-new-tokens 2 "$TMP/doc.txt"
 expect 0 "translate --quant q8" -- "$HYMT" translate -m "$T" --to en --quant q8 --max-new-tokens 2 "$TMP/doc.txt"
 expect 0 "translate --quant fp8" -- "$HYMT" translate -m "$T" --to en --quant fp8 --max-new-tokens 2 "$TMP/doc.txt"
-expect 2 "translate --quant q4 (not yet)" -- "$HYMT" translate -m "$T" --to en --quant q4 "$TMP/doc.txt"
-one_line "translate --quant q4"
+expect 0 "translate --quant q4" -- "$HYMT" translate -m "$T" --to en --quant q4 --max-new-tokens 2 "$TMP/doc.txt"
 expect 1 "translate without a tokenizer" -- "$HYMT" translate -m "$M" --to en "$TMP/doc.txt"
 expect 1 "generate id out of vocab" -- "$HYMT" generate -m "$M" --ids 1,512 -n 1
 contains "$TMP/err" "out of the vocabulary" "names the bad id"
