@@ -41,7 +41,11 @@ static inline int test_result(void)
 static inline const char *test_path(char *buf, size_t cap, const char *var, const char *rel)
 {
     const char *root = getenv(var);
-    snprintf(buf, cap, "%s/%s", root ? root : ".", rel);
+    int n = snprintf(buf, cap, "%s/%s", root ? root : ".", rel);
+    if (n < 0 || (size_t)n >= cap) { /* a test data path must never be cut short */
+        fprintf(stderr, "test_path: %s/%s does not fit %zu bytes\n", root ? root : ".", rel, cap);
+        exit(2);
+    }
     return buf;
 }
 

@@ -91,6 +91,10 @@ struct hy_backend_i {
      * w->dtype at the copy; free it with free(be, w->data). On failure *w is unchanged.
      * NULL (the CPU backends): the ops read weights where they lie. */
     hy_status (*weight_upload)(struct hy_backend *be, struct hy_weight *w, struct hy_err *err);
+    /* (optional) x[r,:] += y[r,:], then out[r,:] = rmsnorm(x[r,:]) * w (as rmsnorm) for
+     * r < rows: a residual add fused with the next norm. out may equal y. */
+    void (*add_rmsnorm)(struct hy_backend *be, float *out, float *x, const float *y,
+                        const struct hy_weight *w, int64_t rows, int64_t d, float eps);
     /* (optional) The k best logits of each row of logits [rows, vocab]: cand[r*k + j] for
      * j < k, by value descending then id ascending, NaN counted as -inf; cand and logits
      * are backend memory, scratch (topk_scratch_bytes) too. 1 <= k <= max_topk(vocab).

@@ -14,7 +14,23 @@ struct step {
     struct hy_kvstore *kv;
     struct hy_scratch *s;
     int T, n_seqs;
+    /* Each block's residual add is fused into the next block's RMSNorm (add_rmsnorm):
+     * the blocks then leave x += h pending. Off without the op, and with a dump hook
+     * (which sees x after every layer). */
+    bool fuse;
 };
+
+/* h = RMSNorm(x) * w, after x += h when a block left its residual add pending. */
+static void norm_in(const struct step *st, const struct hy_weight *w, bool pending)
+{
+    const struct hy_config *cf = &st->m->cfg;
+    struct hy_scratch *s = st->s;
+    const int d = (int)cf->hidden_size;
+    if (pending)
+        st->be->i->add_rmsnorm(st->be, s->h, s->x, s->h, w, st->T, d, (float)cf->rms_norm_eps);
+    else
+        st->be->i->rmsnorm(st->be, s->h, s->x, w, st->T, d, (float)cf->rms_norm_eps);
+}
 
 static void dump(const struct step *st, const char *name, int layer, const float *x, int64_t rows,
                  int64_t cols)
@@ -35,7 +51,7 @@ static void attn_block(const struct step *st, int il)
     const int H = (int)cf->num_attention_heads, Hkv = (int)cf->num_key_value_heads;
     const float eps = (float)cf->rms_norm_eps;
 
-    op->rmsnorm(be, s->h, s->x, &l->attn_norm, T, d, eps);
+    norm_in(st, &l->attn_norm, st->fuse && il > 0);
     dump(st, "attn_norm", il, s->h, T, d);
     op->matmul(be, s->q, s->h, &l->wq, T); /* [T, H*hd] */
     op->matmul(be, s->k, s->h, &l->wk, T); /* [T, Hkv*hd] */
@@ -57,7 +73,8 @@ static void attn_block(const struct step *st, int il)
     dump(st, "attn", il, s->att, T, (int64_t)H * hd);
     op->matmul(be, s->h, s->att, &l->wo, T); /* [T, d] */
     dump(st, "attn_out", il, s->h, T, d);
-    op->add(be, s->x, s->h, (int64_t)T * d);
+    if (!st->fuse)
+        op->add(be, s->x, s->h, (int64_t)T * d);
 }
 
 /* MLP block: x += down(silu(gate(h)) * up(h)), h = RMSNorm(x). */
@@ -71,14 +88,16 @@ static void ffn_block(const struct step *st, int il)
     const int T = st->T, d = (int)cf->hidden_size;
     const int64_t F = cf->intermediate_size;
 
-    op->rmsnorm(be, s->h, s->x, &l->ffn_norm, T, d, (float)cf->rms_norm_eps);
+    norm_in(st, &l->ffn_norm, st->fuse);
     op->matmul(be, s->gate, s->h, &l->w_gate, T); /* [T, F] */
     op->matmul(be, s->up, s->h, &l->w_up, T);     /* [T, F] */
     op->silu_mul(be, s->gate, s->gate, s->up, (int64_t)T * F);
     op->matmul(be, s->h, s->gate, &l->w_down, T); /* [T, d] */
     dump(st, "ffn_out", il, s->h, T, d);
-    op->add(be, s->x, s->h, (int64_t)T * d);
-    dump(st, "x", il, s->x, T, d);
+    if (!st->fuse) {
+        op->add(be, s->x, s->h, (int64_t)T * d);
+        dump(st, "x", il, s->x, T, d);
+    }
 }
 
 /* Checks the step and packs ids, positions, pool rows and logit rows into the scratch.
@@ -129,7 +148,7 @@ static int run_step(const struct hy_model *m, struct hy_kvstore *kv, struct hy_s
                     const struct hy_batch_seq *seqs, int n_seqs, int key, int cand_k,
                     struct hy_err *err)
 {
-    struct step st = {m, m->be, kv, s, 0, n_seqs};
+    struct step st = {m, m->be, kv, s, 0, n_seqs, m->be->i->add_rmsnorm && !s->dump};
     int n_out = pack(&st, seqs, err);
     if (n_out < 0)
         return -1;
@@ -146,6 +165,8 @@ static int run_step(const struct hy_model *m, struct hy_kvstore *kv, struct hy_s
         attn_block(&st, il);
         ffn_block(&st, il);
     }
+    if (st.fuse) /* the last layer's residual */
+        op->add(m->be, s->x, s->h, (int64_t)st.T * d);
     if (n_out > 0 && cand_k >= 0) {
         /* final norm and head, only over the rows whose logits are wanted */
         op->copy_rows(m->be, s->h, s->x, s->rows, n_out, d);

@@ -18,7 +18,7 @@
 
 #define ATT_WARPS 8
 #define ATT_REGS 16 /* RT * GM * LV: query and accumulator floats per lane */
-#define ATT_SPLIT_KEYS 256 /* keys per split-K share */
+#define ATT_SPLIT_KEYS 64 /* keys per split-K share: short contexts split too (latency) */
 
 struct att_args {
     float *out;
@@ -197,7 +197,7 @@ extern "C" int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd)
 
 extern "C" int hy_cuda_attention_smax(int tiles, int n_head, int hd, size_t part_floats)
 {
-    int smax = 16;
+    int smax = 32;
     while (smax > 1 && (size_t)tiles * (size_t)n_head * (size_t)smax * (size_t)(hd + 2) > part_floats)
         smax /= 2;
     return smax;

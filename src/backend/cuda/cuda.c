@@ -13,6 +13,7 @@
 #define UPLOAD_CHUNK ((size_t)8 << 20)      /* elements converted on the host per copy */
 #define STAGE_REUSE 8                        /* ring slots remembered for reuse */
 #define ATT_PART_FLOATS ((size_t)8 << 20)   /* attention split-K shares (32 MiB) */
+#define MATMUL_CBUF_FLOATS ((size_t)16 << 20) /* padded matmul outputs (64 MiB) */
 #define MAX_GRAPHS 64                        /* recorded steps kept (by owner and key) */
 
 /* Inside a step (step_begin .. step_end): recording a CUDA graph, or replaying one. */
@@ -42,6 +43,8 @@ struct cuda_ctx {
     int n_graphs, graph_at;
     uint16_t *xbf;      /* device [xbf_cap] bf16 matmul input */
     float *att_part;    /* device [att_part_floats]: attention's split-K shares */
+    float *cbuf;        /* device [cbuf_cap]: matmul outputs with an aligned leading dim */
+    size_t cbuf_cap;
     size_t att_part_floats;
     size_t xbf_cap;
 };
@@ -241,6 +244,15 @@ static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
     hy_cuda_rmsnorm(c->stream, out, x, w->data, rows, d, eps);
 }
 
+static void cuda_add_rmsnorm(struct hy_backend *be, float *out, float *x, const float *y,
+                             const struct hy_weight *w, int64_t rows, int64_t d, float eps)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
+    if (!replaying(c))
+        hy_cuda_add_rmsnorm(c->stream, out, x, y, w->data, rows, d, eps);
+}
+
 static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
                         const struct hy_weight *w, int T)
 {
@@ -253,7 +265,7 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         hy_cuda_matmul_f32(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T);
     else
         hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, c->xbf,
-                            c->xbf_cap);
+                            c->xbf_cap, c->cbuf, c->cbuf_cap);
 }
 
 static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads,
@@ -466,6 +478,8 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFree(c->xbf));
         if (c->att_part)
             HY_CUDA_CHECK(cudaFree(c->att_part));
+        if (c->cbuf)
+            HY_CUDA_CHECK(cudaFree(c->cbuf));
         if (c->stage_d)
             HY_CUDA_CHECK(cudaFree(c->stage_d));
         if (c->stage_h)
@@ -499,6 +513,7 @@ static const struct hy_backend_i cuda_iface = {
     .download = cuda_download,
     .embed = cuda_embed,
     .rmsnorm = cuda_rmsnorm,
+    .add_rmsnorm = cuda_add_rmsnorm,
     .matmul = cuda_matmul,
     .rope = cuda_rope,
     .attention = cuda_attention,
@@ -576,6 +591,9 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     c->att_part_floats = ATT_PART_FLOATS;
     TRY(cudaMalloc((void **)&c->att_part, c->att_part_floats * sizeof(float)), HY_E_NOMEM,
         "attention scratch");
+    c->cbuf_cap = MATMUL_CBUF_FLOATS;
+    TRY(cudaMalloc((void **)&c->cbuf, c->cbuf_cap * sizeof(float)), HY_E_NOMEM,
+        "matmul output scratch");
     cublasStatus_t bs = cublasCreate(&c->blas);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         c->blas = NULL;

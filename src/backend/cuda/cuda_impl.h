@@ -54,6 +54,9 @@ size_t hy_cuda_topk_scratch_bytes(int64_t vocab, int rows, int k);
 /* norm.cu: w is float32 [d]. */
 void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w, int64_t rows,
                      int64_t d, float eps);
+/* x += y, then out = rmsnorm(x) * w; out may equal y. */
+void hy_cuda_add_rmsnorm(cudaStream_t st, float *out, float *x, const float *y, const float *w,
+                         int64_t rows, int64_t d, float eps);
 
 /* rope.cu */
 void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_heads, int hd,
@@ -62,7 +65,7 @@ void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_he
 /* attention.cu: `tiles` tiles of query rows; info[4*t .. 4*t+3] = (first row of q/out, rows
  * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i
  * attends one more per i), offset of its block table in `blocks`). With !rows, a row of
- * n keys is split over min(smax, ceil(n/256)) shares merged through part (tiles * n_head *
+ * n keys is split over min(smax, ceil(n/64)) shares merged through part (tiles * n_head *
  * smax * (hd + 2) floats); smax from hy_cuda_attention_smax. rows_per_tile: how many
  * rows a prefill tile should take. */
 void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float *k_pool,
@@ -76,7 +79,7 @@ int hy_cuda_attention_smax(int tiles, int n_head, int hd, size_t part_floats);
  * rounded to bf16 into xbf (scratch of xbf_cap elements) in chunks of whole rows. */
 void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                          const uint16_t *w, int64_t rows, int64_t cols, int T, uint16_t *xbf,
-                         size_t xbf_cap);
+                         size_t xbf_cap, float *cbuf, size_t cbuf_cap);
 /* Same with a float32 W (one-row weights), no rounding. */
 void hy_cuda_matmul_f32(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                         const float *w, int64_t rows, int64_t cols, int T);

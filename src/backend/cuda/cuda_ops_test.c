@@ -321,14 +321,51 @@ static void test_rope(struct hy_backend *be, struct rng *r)
     }
 }
 
+/* add_rmsnorm: x += y must be exact (one float32 add, as on the host), then the norm as
+ * rmsnorm's bound; out = y in place, as the model calls it. */
+static void test_add_rmsnorm(struct hy_backend *be, struct rng *r)
+{
+    static const int64_t shapes[][2] = {{1, 4096}, {5, 4096}, {64, 128}, {3, 1000}, {2, 8196}};
+    for (int s = 0; s < 5; s++) {
+        int64_t rows = shapes[s][0], n = shapes[s][1];
+        struct tweight tw;
+        struct dweight dw;
+        tweight_make(&tw, r, HY_DTYPE_F32, 1, n, 2.0f);
+        dweight_make(be, &tw, &dw);
+        float *x = fmalloc(rows * n), *y = fmalloc(rows * n), *sum = fmalloc(rows * n);
+        float *a = fmalloc(rows * n), *b = fmalloc(rows * n), *gx = fmalloc(rows * n);
+        rng_fill(r, x, rows * n, 4.0f);
+        rng_fill(r, y, rows * n, 2.0f);
+        for (int64_t i = 0; i < rows * n; i++)
+            sum[i] = x[i] + y[i];
+        hy_ref_rmsnorm(a, sum, &dw.host, rows, n, 1e-5f);
+        float *dx = dput(be, x, rows * n), *dy = dput(be, y, rows * n);
+        be->i->add_rmsnorm(be, dy, dx, dy, &dw.dev, rows, n, 1e-5f);
+        dget(be, b, dy, rows * n);
+        dget(be, gx, dx, rows * n);
+        CHECKF(memcmp(gx, sum, (size_t)(rows * n) * sizeof *gx) == 0, "add_rmsnorm %lldx%lld: x",
+               (long long)rows, (long long)n);
+        CHECKF(close_f("add_rmsnorm", b, a, rows * n, 1e-5, 0), "add_rmsnorm %lldx%lld",
+               (long long)rows, (long long)n);
+        be->i->free(be, dx);
+        be->i->free(be, dy);
+        dweight_free(be, &dw);
+        tweight_free(&tw);
+        float *h[] = {x, y, sum, a, b, gx};
+        for (int i = 0; i < 6; i++)
+            free(h[i]);
+    }
+}
+
 /* rmsnorm: float32 sum of squares (see norm.cu) against double: relative 1e-5 covers
- * d up to 4096 with room. Run in place, as the model does. */
+ * d up to 8196 with room. Run in place, as the model does. */
 static void test_rmsnorm(struct hy_backend *be, struct rng *r)
 {
+    /* the warp kernel (d <= 512), the vector kernel (d <= 8192), the strided one (else) */
     static const int64_t shapes[][2] = {{1, 4096}, {3, 4096}, {200, 64}, {7, 1000}, {1, 5},
-                                        {96, 128}};
+                                        {96, 128}, {9, 8192}, {2, 8196}, {33, 512}, {1, 516}};
     for (int d = 0; d < 3; d++)
-        for (int s = 0; s < 6; s++) {
+        for (int s = 0; s < 10; s++) {
             int64_t rows = shapes[s][0], n = shapes[s][1];
             struct tweight tw;
             struct dweight dw;
@@ -494,6 +531,7 @@ int main(void)
     test_attention(be, &r);
     test_rope(be, &r);
     test_rmsnorm(be, &r);
+    test_add_rmsnorm(be, &r);
     test_embed(be, &r);
     test_rows(be, &r);
     test_elementwise(be, &r);
