@@ -11,7 +11,7 @@ BATCHES=${BATCHES:-1 64}
 mkdir -p "$OUT"
 for b in $BATCHES; do
     timeout 240 ncu --metrics gpu__time_duration.sum --csv --log-file "$OUT/ncu_b$b.csv" \
-        "$B/hymt" bench -m "$M" --device cuda --batch "$b" --prompt-len 64 --gen-len 3 \
+        "$B/hymt" bench -m "$M" --device cuda --batch "$b" --prompt-len 64 --gen-len 3 --max-batch-tokens 8192 \
         >"$OUT/ncu_b$b.txt" 2>&1
     echo "== ncu batch $b: exit $? ($(wc -l <"$OUT/ncu_b$b.csv") lines)"
     tail -3 "$OUT/ncu_b$b.txt"

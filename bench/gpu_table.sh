@@ -42,15 +42,17 @@ if has bench; then
 fi
 
 if has serve; then
-    t0=$(date +%s.%N)
+    # the 7b preset has no tokenizer: serve needs one (its ids fit any vocabulary here)
+    [ -f $M/tokenizer.json ] || cp tests/data/tiny-mqa/tokenizer.json tests/data/tiny-mqa/tokenizer_config.json $M/ 2>/dev/null
+    t0=$(date +%s%N)
     $B/hymt serve -m $M --device cuda --port 18080 >"$OUT/serve.log" 2>&1 &
     pid=$!
     ready=""
     for i in $(seq 1 600); do
-        if curl -sf -o /dev/null http://127.0.0.1:18080/ready; then ready=$(date +%s.%N); break; fi
+        if curl -sf -o /dev/null http://127.0.0.1:18080/ready; then ready=$(date +%s%N); break; fi
         sleep 0.05
     done
-    log "serve start-up to /ready: $(echo "$ready - $t0" | bc 2>/dev/null || echo "?") s"
+    log "serve start-up to /ready: $([ -n "$ready" ] && echo $(((ready - t0) / 1000000)) || echo "never") ms"
     log "device memory once ready: $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader)"
     curl -s -m 60 http://127.0.0.1:18080/v1/completions -H 'Content-Type: application/json' \
         -d '{"prompt":"hello","max_tokens":16}' >"$OUT/serve_reply.json"

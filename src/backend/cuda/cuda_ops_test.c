@@ -227,7 +227,10 @@ static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int
     return ok;
 }
 
-/* Sequences batched in one call give bit for bit what each gives alone. */
+/* Sequences batched in one call give what each gives alone: bit for bit for the prefill
+ * rows (their tiles are the same); a decode row alone may be split over key shares (its
+ * keys / 64) where a call with prefill rows does not split, so within float32 rounding of
+ * the softmax sums: 1e-5 of max |out|. */
 static void test_attention_batch(struct hy_backend *be, struct rng *r)
 {
     const int nh = 8, nkv = 2, hd = 128, bs = 16, n_ctx = 300;
@@ -258,7 +261,14 @@ static void test_attention_batch(struct hy_backend *be, struct rng *r)
     }
     dget(be, all, da, nq);
     dget(be, one, d1, nq);
-    CHECKF(memcmp(all, one, (size_t)nq * sizeof(float)) == 0, "batched attention differs");
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        num = fmax(num, fabs((double)all[i] - one[i]));
+        den = fmax(den, fabs((double)one[i]));
+    }
+    CHECKF(num <= 1e-5 * den, "batched attention differs by %.3g of max |out|", num / den);
+    const int64_t pre = (int64_t)sp[0].T * nh * hd; /* sequence 0: prefill rows only */
+    CHECKF(memcmp(all, one, (size_t)pre * sizeof(float)) == 0, "batched prefill rows differ");
     float *bufs[] = {dq, dk, dv, da, d1};
     for (int i = 0; i < 5; i++)
         be->i->free(be, bufs[i]);
