@@ -9,6 +9,14 @@
 /* Round to nearest, ties away from zero, inline (lrintf may be a library call). */
 static int iround(float x) { return (int)(x >= 0.0f ? x + 0.5f : x - 0.5f); }
 
+/* x rounded to the nearest integer (ties to even) and clamped to [lo, hi], in float: two
+ * adds of 1.5*2^23 round any |x| < 2^22 without a library call or a branch. */
+static float round_clamp(float x, float lo, float hi)
+{
+    float r = (x + 12582912.0f) - 12582912.0f;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* ---- Q4_0 ---- */
@@ -193,7 +201,7 @@ void hy_q4_k_dequantize_row(float *dst, const void *src, int64_t n)
 
 /* ---- Q6_K and Q4_G128: symmetric scales ---- */
 
-/* The scale s minimizing sum w (x - s*L)^2 with L = clamp(round(x*iscale), lo, hi), over
+/* The scale s minimizing sum w (x - s*L)^2 (w NULL: all ones) with L = clamp(round(x*iscale), lo, hi), over
  * the 2*ncand+1 candidate iscales (nmax + step*k)/|m|, |k| <= ncand (m: element of largest
  * magnitude, mapped to -nmax so that the asymmetric range [-nmax, nmax-1] is used fully).
  * Returns 0 for an all-zero block. */
@@ -213,10 +221,23 @@ static float fit_scale_sym(int n, int nmax, const float *x, const float *w, int 
     for (int k = -ncand; k <= ncand; k++) {
         float iscale = -((float)nmax + step * (float)k) / m;
         float sxl = 0.0f, sl2 = 0.0f;
-        for (int i = 0; i < n; i++) {
-            float l = (float)clampi(iround(x[i] * iscale), -nmax, nmax - 1);
-            sxl += w[i] * x[i] * l;
-            sl2 += w[i] * l * l;
+        const float lo = (float)-nmax, hi = (float)(nmax - 1);
+        if (w) {
+            for (int i = 0; i < n; i++) {
+                float l = round_clamp(x[i] * iscale, lo, hi);
+                sxl += w[i] * x[i] * l;
+                sl2 += w[i] * l * l;
+            }
+        } else { /* unweighted; four partial sums so the loop is not one long chain */
+            float a[4] = {0}, b[4] = {0};
+            for (int i = 0; i < n; i += 4)
+                for (int u = 0; u < 4; u++) {
+                    float l = round_clamp(x[i + u] * iscale, lo, hi);
+                    a[u] += x[i + u] * l;
+                    b[u] += l * l;
+                }
+            sxl = (a[0] + a[1]) + (a[2] + a[3]);
+            sl2 = (b[0] + b[1]) + (b[2] + b[3]);
         }
         if (sl2 > 0.0f && sxl * sxl / sl2 > best_gain) {
             best_gain = sxl * sxl / sl2;
@@ -306,17 +327,15 @@ void hy_q4_g128_quantize_row(void *dst, const float *src, int64_t n)
 {
     HY_ASSERT(n % HY_Q4_G128_BLOCK == 0);
     unsigned char *out = dst;
-    float w[HY_Q4_G128_BLOCK];
-    for (int i = 0; i < HY_Q4_G128_BLOCK; i++)
-        w[i] = 1.0f; /* plain squared error: what a dot product with any activation sees */
     for (int64_t b = 0; b < n / HY_Q4_G128_BLOCK; b++) {
         const float *x = src + b * HY_Q4_G128_BLOCK;
         struct hy_q4_g128_block blk;
-        blk.d = hy_f32_to_f16(fit_scale_sym(HY_Q4_G128_BLOCK, 8, x, w, 6, 0.25f));
+        const float *w = NULL; /* plain squared error: what a dot with any activation sees */
+        blk.d = hy_f32_to_f16(fit_scale_sym(HY_Q4_G128_BLOCK, 8, x, w, 3, 0.25f));
         float d = hy_f16_to_f32(blk.d), id = d != 0.0f ? 1.0f / d : 0.0f;
         for (int j = 0; j < HY_Q4_G128_BLOCK / 2; j++) {
-            int q0 = clampi(iround(x[j] * id), -8, 7) + 8;
-            int q1 = clampi(iround(x[j + 64] * id), -8, 7) + 8;
+            int q0 = (int)round_clamp(x[j] * id, -8.0f, 7.0f) + 8;
+            int q1 = (int)round_clamp(x[j + 64] * id, -8.0f, 7.0f) + 8;
             blk.qs[j] = (uint8_t)(q0 | q1 << 4);
         }
         memcpy(out + (size_t)b * sizeof blk, &blk, sizeof blk);
