@@ -8,9 +8,10 @@
  * per unit instead of once per (row, head). The warps' states are merged through shared
  * memory. Row i of a tile sees keys 0 .. n0+i-1 (n0: the keys of its first row).
  * Split-K (decode calls: one row per tile): a row with n keys is cut into
- * S = min(smax, ceil(n / ATT_SPLIT_KEYS)) shares (a function of n alone, so a row gives the
- * same result in any batch); grid.z = smax, blocks past S return at once; each share
- * writes its (m, l, acc) and a second kernel merges them. smax = 1 turns it off.
+ * S = min(smax, ceil(n / ATT_SPLIT_KEYS)) shares, smax chosen from the call's size (a row
+ * in a small batch is split more than in a large one: results differ by float rounding);
+ * grid.z = smax, blocks past S return at once; each share writes its (m, l, acc) and a
+ * second kernel merges them. smax = 1 turns it off.
  * Key j lives in pool row blocks[j/bs]*bs + j%bs; no other pool row is read. */
 #include "backend/cuda/cuda_impl.h"
 
@@ -195,9 +196,19 @@ extern "C" int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd)
     return rt > 4 ? 4 : rt;
 }
 
-extern "C" int hy_cuda_attention_smax(int tiles, int n_head, int hd, size_t part_floats)
+extern "C" int hy_cuda_attention_smax(int tiles, int n_head, int n_kv, int hd, int n_sm,
+                                      size_t part_floats)
 {
-    int smax = 32;
+    /* enough shares for about four blocks per SM, at most 32 */
+    const int G = n_head / n_kv, lv = hd <= 64 ? 2 : hd <= 128 ? 4 : 8;
+    int gm = 1;
+    while (gm < G && gm * 2 * lv <= ATT_REGS)
+        gm *= 2;
+    const int64_t units = (int64_t)tiles * n_kv * ((G + gm - 1) / gm);
+    int64_t want = (4 * (int64_t)n_sm + units - 1) / units;
+    int smax = 1;
+    while (smax < 32 && smax < want)
+        smax *= 2;
     while (smax > 1 && (size_t)tiles * (size_t)n_head * (size_t)smax * (size_t)(hd + 2) > part_floats)
         smax /= 2;
     return smax;

@@ -14,13 +14,14 @@
 #define STAGE_REUSE 8                        /* ring slots remembered for reuse */
 #define ATT_PART_FLOATS ((size_t)8 << 20)   /* attention split-K shares (32 MiB) */
 #define MATMUL_CBUF_FLOATS ((size_t)16 << 20) /* padded matmul outputs (64 MiB) */
+#define MAX_PADDED 8
 #define MAX_GRAPHS 64                        /* recorded steps kept (by owner and key) */
 
 /* Inside a step (step_begin .. step_end): recording a CUDA graph, or replaying one. */
 enum step_mode { STEP_NONE, STEP_RECORD, STEP_REPLAY };
 
 struct cuda_ctx {
-    int device;
+    int device, n_sm;
     char name[256];
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -45,6 +46,14 @@ struct cuda_ctx {
     float *att_part;    /* device [att_part_floats]: attention's split-K shares */
     float *cbuf;        /* device [cbuf_cap]: matmul outputs with an aligned leading dim */
     size_t cbuf_cap;
+    const void *padded[MAX_PADDED]; /* uploaded matrices with zero rows up to a multiple of 8 */
+    int n_padded;
+    /* xbf holds x rounded to bf16 for (xbf_x, xbf_T, xbf_cols) while xbf_x is set: matmuls
+     * in a row with the same input (q/k/v, gate/up) convert it once. Every other op, and a
+     * matmul writing where x lies, forgets it. */
+    const float *xbf_x;
+    int xbf_T;
+    int64_t xbf_cols;
     size_t att_part_floats;
     size_t xbf_cap;
 };
@@ -59,6 +68,14 @@ static struct cuda_ctx *ctx_of(struct hy_backend *be)
 {
     struct cuda_ctx *c = be->ctx;
     HY_CUDA_CHECK(cudaSetDevice(c->device)); /* the runtime's device is per host thread */
+    return c;
+}
+
+/* ctx_of for every op but matmul: the op may write where a matmul input lay. */
+static struct cuda_ctx *ctx_op(struct hy_backend *be)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    c->xbf_x = NULL;
     return c;
 }
 
@@ -137,7 +154,7 @@ static bool replaying(const struct cuda_ctx *c)
 
 static void *cuda_alloc(struct hy_backend *be, size_t bytes)
 {
-    ctx_of(be);
+    ctx_op(be);
     void *p = NULL;
     if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
         (void)cudaGetLastError(); /* out of memory is reported as NULL, not left pending */
@@ -148,14 +165,17 @@ static void *cuda_alloc(struct hy_backend *be, size_t bytes)
 
 static void cuda_free(struct hy_backend *be, void *p)
 {
-    ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
+    for (int i = 0; i < c->n_padded; i++) /* the address may come back unpadded */
+        if (c->padded[i] == p)
+            c->padded[i--] = c->padded[--c->n_padded];
     if (p)
         HY_CUDA_CHECK(cudaFree(p));
 }
 
 static void cuda_upload(struct hy_backend *be, void *dst, const void *src, size_t bytes)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(c->mode == STEP_NONE);
     HY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
     HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
@@ -163,7 +183,7 @@ static void cuda_upload(struct hy_backend *be, void *dst, const void *src, size_
 
 static void cuda_download(struct hy_backend *be, void *dst, const void *src, size_t bytes)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(c->mode == STEP_NONE);
     HY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
@@ -178,10 +198,20 @@ static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
     const int64_t n = w->rows * w->cols;
     const enum hy_dtype to = w->rows == 1 ? HY_DTYPE_F32 : HY_DTYPE_BF16;
     const size_t esz = hy_dtype_size(to);
-    void *dev = cuda_alloc(be, (size_t)n * esz);
+    /* a matrix with a row count off a multiple of 8 (the vocabulary) gets zero rows up to
+     * one, so cuBLAS can take its aligned kernels (matmul.cu) */
+    const bool pad = w->rows > 1 && w->rows % 8 != 0 && c->n_padded < MAX_PADDED;
+    const int64_t alloc_rows = pad ? (w->rows + 7) & ~(int64_t)7 : w->rows;
+    void *dev = cuda_alloc(be, (size_t)(alloc_rows * w->cols) * esz);
     if (!dev)
         return hy_err_set(err, HY_E_NOMEM, "out of device memory for a %lldx%lld weight",
                           (long long)w->rows, (long long)w->cols);
+    if (pad) {
+        HY_CUDA_CHECK(cudaMemsetAsync((char *)dev + (size_t)n * esz, 0,
+                                      (size_t)((alloc_rows - w->rows) * w->cols) * esz,
+                                      c->stream));
+        c->padded[c->n_padded++] = dev;
+    }
     /* Copies go on the backend's stream and are waited for: a plain cudaMemcpy from
      * pageable memory may return before its DMA lands, and it runs on the legacy stream,
      * which our non-blocking stream does not wait for (seen: a matmul read a half-copied
@@ -221,7 +251,7 @@ static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
 static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight *table,
                        const int32_t *ids, int T)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT((table->dtype == HY_DTYPE_BF16 || table->dtype == HY_DTYPE_F32) && T >= 0);
     for (int t = 0; t < T; t++)
         HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
@@ -237,7 +267,7 @@ static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight
 static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
                          const struct hy_weight *w, int64_t rows, int64_t d, float eps)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
     if (replaying(c))
         return;
@@ -247,7 +277,7 @@ static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
 static void cuda_add_rmsnorm(struct hy_backend *be, float *out, float *x, const float *y,
                              const struct hy_weight *w, int64_t rows, int64_t d, float eps)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
     if (!replaying(c))
         hy_cuda_add_rmsnorm(c->stream, out, x, y, w->data, rows, d, eps);
@@ -259,19 +289,32 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(w->rows <= INT32_MAX && w->cols <= INT32_MAX);
     HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32);
-    if (T <= 0 || replaying(c))
+    if (T <= 0)
         return;
-    if (w->dtype == HY_DTYPE_F32)
+    if (replaying(c)) { /* the recording made the same choices */
+        c->xbf_x = NULL;
+        return;
+    }
+    if (w->dtype == HY_DTYPE_F32) {
         hy_cuda_matmul_f32(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T);
-    else
-        hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, c->xbf,
-                            c->xbf_cap, c->cbuf, c->cbuf_cap);
+    } else {
+        bool padded = false;
+        for (int i = 0; i < c->n_padded; i++)
+            padded |= c->padded[i] == w->data;
+        bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
+        if (hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, padded,
+                                ready, c->xbf, c->xbf_cap, c->cbuf, c->cbuf_cap))
+            c->xbf_x = x, c->xbf_T = T, c->xbf_cols = w->cols;
+    }
+    if (c->xbf_x && out < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols &&
+        c->xbf_x < out + (int64_t)T * w->rows)
+        c->xbf_x = NULL; /* this product overwrote the input xbf holds */
 }
 
 static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads,
                       int hd, const float *inv_freq)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(hd % 2 == 0 && T >= 0);
     const int32_t *d_pos = stage(c, pos, (size_t)T);
     if (!replaying(c))
@@ -289,7 +332,7 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
                            const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv,
                            int hd, float scale)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(n_kv > 0 && n_head % n_kv == 0 && bs > 0);
     HY_ASSERT(hd > 0 && hd <= HY_CUDA_MAX_HEAD_DIM);
     const bool in_step = c->mode != STEP_NONE;
@@ -336,7 +379,9 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
     }
     if (replaying(c))
         return;
-    int smax = rows ? 1 : hy_cuda_attention_smax((int)tiles, n_head, hd, c->att_part_floats);
+    int smax = rows ? 1
+                    : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
+                                             c->att_part_floats);
     hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 4 * tiles, (int)tiles,
                       rows, smax, c->att_part, n_head, n_kv, hd, scale);
 }
@@ -344,7 +389,7 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
 static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
                           const int32_t *slots, int T, int64_t cols)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(T >= 0);
     const int32_t *d_slots = stage(c, slots, (size_t)T);
     if (!replaying(c))
@@ -354,7 +399,7 @@ static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
 static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
                            const int32_t *idx, int n, int64_t cols)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(n >= 0);
     int32_t hi = 0;
     for (int i = 0; i < n; i++)
@@ -369,14 +414,14 @@ static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
 static void cuda_silu_mul(struct hy_backend *be, float *out, const float *gate, const float *up,
                           int64_t n)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     if (!replaying(c))
         hy_cuda_silu_mul(c->stream, out, gate, up, n);
 }
 
 static void cuda_add(struct hy_backend *be, float *x, const float *y, int64_t n)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     if (!replaying(c))
         hy_cuda_add(c->stream, x, y, n);
 }
@@ -384,7 +429,7 @@ static void cuda_add(struct hy_backend *be, float *x, const float *y, int64_t n)
 static void cuda_topk(struct hy_backend *be, struct hy_cand *cand, const float *logits, int rows,
                       int64_t vocab, int k, void *scratch)
 {
-    struct cuda_ctx *c = ctx_of(be);
+    struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(rows >= 0 && k >= 1 && k <= hy_cuda_topk_max_k(vocab));
     if (!replaying(c))
         hy_cuda_topk(c->stream, (uint32_t *)cand, logits, rows, vocab, k, scratch);
@@ -580,6 +625,7 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     TRY(cudaSetDevice(device), HY_E_UNSUPPORTED, "select");
     TRY(cudaGetDeviceProperties(&prop, device), HY_E_UNSUPPORTED, "properties");
     snprintf(c->name, sizeof c->name, "%s", prop.name);
+    c->n_sm = prop.multiProcessorCount;
     TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), HY_E_UNSUPPORTED,
         "stream");
     TRY(cudaMallocHost((void **)&c->stage_h, c->stage_cap * sizeof(int32_t)), HY_E_NOMEM,

@@ -66,20 +66,25 @@ void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_he
  * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i
  * attends one more per i), offset of its block table in `blocks`). With !rows, a row of
  * n keys is split over min(smax, ceil(n/64)) shares merged through part (tiles * n_head *
- * smax * (hd + 2) floats); smax from hy_cuda_attention_smax. rows_per_tile: how many
+ * smax * (hd + 2) floats); smax from hy_cuda_attention_smax (shares enough to give each
+ * of the n_sm SMs about four blocks, within part_floats). rows_per_tile: how many
  * rows a prefill tile should take. */
 void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float *k_pool,
                        const float *v_pool, int bs, const int32_t *info, const int32_t *blocks,
                        int tiles, bool rows, int smax, float *part, int n_head, int n_kv, int hd,
                        float scale);
 int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
-int hy_cuda_attention_smax(int tiles, int n_head, int hd, size_t part_floats);
+int hy_cuda_attention_smax(int tiles, int n_head, int n_kv, int hd, int n_sm,
+                           size_t part_floats);
 
 /* matmul.cu: out[T, rows] = x[T, cols] · W[rows, cols]ᵀ with W bf16 on the device; x is
- * rounded to bf16 into xbf (scratch of xbf_cap elements) in chunks of whole rows. */
-void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
-                         const uint16_t *w, int64_t rows, int64_t cols, int T, uint16_t *xbf,
-                         size_t xbf_cap, float *cbuf, size_t cbuf_cap);
+ * rounded to bf16 into xbf (scratch of xbf_cap elements) in chunks of whole rows, unless
+ * x_ready (xbf holds all of x already). w_padded: W's allocation has zero rows up to a
+ * multiple of 8. Returns true when xbf holds all of x afterwards. */
+bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
+                         const uint16_t *w, int64_t rows, int64_t cols, int T, bool w_padded,
+                         bool x_ready, uint16_t *xbf, size_t xbf_cap, float *cbuf,
+                         size_t cbuf_cap);
 /* Same with a float32 W (one-row weights), no rounding. */
 void hy_cuda_matmul_f32(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                         const float *w, int64_t rows, int64_t cols, int T);

@@ -153,13 +153,51 @@ static bool matmul_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt, 
     return ok;
 }
 
+/* Matmuls in a row on the same input convert it to bf16 once (cuda.c); an op writing the
+ * input in between must make the next matmul convert again. out2 = W(2x) must be exactly
+ * 2 out1 (scaling by 2 is exact in bf16 and float32), and a repeat on the same input equal. */
+static void test_matmul_reuse(struct hy_backend *be, struct rng *r)
+{
+    const int64_t rows = 1001, cols = 256; /* an odd row count: the padded path too */
+    const int T = 16;
+    struct tweight tw;
+    struct dweight dw;
+    tweight_make(&tw, r, HY_DTYPE_BF16, rows, cols, 1.0f);
+    dweight_make(be, &tw, &dw);
+    float *x = fmalloc(T * cols), *o1 = fmalloc(T * rows), *o2 = fmalloc(T * rows);
+    float *o3 = fmalloc(T * rows);
+    rng_fill(r, x, T * cols, 2.0f);
+    float *dx = dput(be, x, T * cols), *d1 = dnan(be, T * rows), *d2 = dnan(be, T * rows);
+    float *d3 = dnan(be, T * rows);
+    be->i->matmul(be, d1, dx, &dw.dev, T);
+    be->i->add(be, dx, dx, T * cols);
+    be->i->matmul(be, d2, dx, &dw.dev, T);
+    be->i->matmul(be, d3, dx, &dw.dev, T);
+    dget(be, o1, d1, T * rows);
+    dget(be, o2, d2, T * rows);
+    dget(be, o3, d3, T * rows);
+    int bad = 0;
+    for (int64_t i = 0; i < T * rows; i++)
+        bad += o2[i] != 2 * o1[i] || o3[i] != o2[i];
+    CHECKF(bad == 0, "matmul input reuse: %d of %lld outputs wrong", bad, (long long)(T * rows));
+    float *bufs[] = {dx, d1, d2, d3};
+    for (int i = 0; i < 4; i++)
+        be->i->free(be, bufs[i]);
+    dweight_free(be, &dw);
+    tweight_free(&tw);
+    free(x);
+    free(o1);
+    free(o2);
+    free(o3);
+}
+
 static void test_matmul(struct hy_backend *be, struct rng *r, const char *tag)
 {
     static const int64_t shapes[][3] = {
         {1, 1, 1},   {5, 3, 2},     {37, 45, 3},  {100, 67, 5},  {64, 128, 17}, {130, 1000, 4},
         {33, 257, 1}, {8, 16, 1},   {300, 96, 17}, {4, 4100, 2}, {97, 15, 40},  {250, 512, 1},
         {37, 2100, 5}, {512, 4096, 3}, {70, 2048, 33}, {1000, 4096, 8}, {3, 8, 8},
-        {129, 1024, 6}, {77, 2048, 9}, {4099, 64, 7},
+        {129, 1024, 6}, {77, 2048, 9}, {4099, 64, 7}, {1001, 512, 64},
     };
     for (int d = 0; d < 3; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -542,6 +580,7 @@ int main(void)
     test_rope(be, &r);
     test_rmsnorm(be, &r);
     test_add_rmsnorm(be, &r);
+    test_matmul_reuse(be, &r);
     test_embed(be, &r);
     test_rows(be, &r);
     test_elementwise(be, &r);

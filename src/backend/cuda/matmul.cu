@@ -142,20 +142,21 @@ static bool gemv_try(cudaStream_t st, float *out, const float *x, const uint16_t
     return true;
 }
 
-/* An output row count that is not a multiple of 8 (the vocabulary: 128167) leaves the
- * columns of C unaligned, and cuBLAS then falls back to a slow pre-Hopper kernel (H200,
- * 2026-11-30: 1.5 ms for the 7B head at 16 rows, 0.7 TB/s). Such products go through
- * `cbuf` with a leading dimension rounded up to 8 and are copied out compactly. */
-extern "C" void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out,
+/* An output row count that is not a multiple of 8 (the vocabulary: 128167) makes cuBLAS
+ * fall back to a slow pre-Hopper kernel (H200, 2026-11-30: 1.5 ms for the 7B head at 16
+ * and at 64 rows, 0.7 TB/s; an aligned leading dimension of C alone did not help). When
+ * W's allocation has zero rows up to a multiple of 8 (padded: weight_upload does that),
+ * the product runs over the padded rows into `cbuf` and is copied out compactly. */
+extern "C" bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out,
                                     const float *x, const uint16_t *w, int64_t rows,
-                                    int64_t cols, int T, uint16_t *xbf, size_t xbf_cap,
-                                    float *cbuf, size_t cbuf_cap)
+                                    int64_t cols, int T, bool w_padded, bool x_ready,
+                                    uint16_t *xbf, size_t xbf_cap, float *cbuf, size_t cbuf_cap)
 {
     const float alpha = 1.0f, beta = 0.0f;
     if (gemv_try(st, out, x, w, rows, cols, T))
-        return;
+        return false;
     const int64_t ldc = (rows + 7) & ~(int64_t)7;
-    const bool padded = ldc != rows && cbuf && (size_t)ldc <= cbuf_cap;
+    const bool padded = ldc != rows && w_padded && cbuf && (size_t)ldc <= cbuf_cap;
     int64_t chunk = (int64_t)(xbf_cap / (size_t)cols);
     if (padded && (int64_t)(cbuf_cap / (size_t)ldc) < chunk)
         chunk = (int64_t)(cbuf_cap / (size_t)ldc);
@@ -163,8 +164,10 @@ extern "C" void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float 
         hy_cuda_fail(__FILE__, __LINE__, "xbf_cap >= cols", "matmul scratch smaller than a row");
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
         int64_t n = T - t0 < chunk ? T - t0 : chunk;
-        hy_cuda_f32_to_bf16(st, xbf, x + t0 * cols, n * cols);
-        HY_CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)cols,
+        if (!x_ready || chunk < T) /* x_ready: xbf holds x already (one chunk) */
+            hy_cuda_f32_to_bf16(st, xbf, x + t0 * cols, n * cols);
+        HY_CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N,
+                                     padded ? (int)ldc : (int)rows, (int)n, (int)cols,
                                      &alpha, w, CUDA_R_16BF, (int)cols, xbf, CUDA_R_16BF,
                                      (int)cols, &beta, padded ? cbuf : out + t0 * rows,
                                      CUDA_R_32F, padded ? (int)ldc : (int)rows,
@@ -175,6 +178,7 @@ extern "C" void hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float 
                                             (size_t)rows * sizeof(float), (size_t)n,
                                             cudaMemcpyDeviceToDevice, st));
     }
+    return chunk >= T;
 }
 
 /* A float32 weight (a one-row matrix: weight_upload keeps rows == 1 in float32): plain
