@@ -15,14 +15,16 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Activations quantized to int8 for the integer-dot kernels: per block of HY_CPU_XQ_BLOCK
- * consecutive values of one token, d = max|x|/127 and q = rint(x * (1/d)) (d = 0: q = 0).
+/* Activations quantized to int8 for the integer-dot kernels: per block of 32 or 128
+ * consecutive values of one token (the kernel's xq_block), d = max|x|/127 and
+ * q = rint(x * (1/d)) (d = 0: q = 0). The arrays are per 32-value chunk either way (a
+ * 128-block's d repeated in its four chunks), so every reader indexes them alike.
  * Pointers may be advanced together by a multiple of 32 values (hy_cpu_xq_at). */
 #define HY_CPU_XQ_BLOCK 32
 struct hy_cpu_xq {
     const int8_t *q;  /* [n] */
-    const float *d;   /* [n/32] block scales */
-    const float *s;   /* [n/32] d * (sum of the block's q): the block's sum, for weight offsets */
+    const float *d;   /* [n/32] the scale of each chunk's block */
+    const float *s;   /* [n/32] d * (sum of the chunk's q): its sum, for weight offsets */
     const float *d8;  /* [n/4] each d repeated 8 times: the scale of each int32 lane of a
                        * 4-byte dot product (vpdpbusd), loadable as a vector */
 };
@@ -91,6 +93,8 @@ struct hy_cpu_mm_kernels {
     /* x[t] is token t's activations at the chunk's first column. */
     void (*q_tile4x4)(float *y, int64_t ys, const struct hy_cpu_xq x[4], const void *w,
                       size_t stride, int64_t n, bool add);
+    /* Values per activation scale the q_ kernels need (32 or 128; 0 means 32). */
+    int xq_block;
 };
 
 struct hy_cpu_kernels {
@@ -103,15 +107,17 @@ struct hy_cpu_kernels {
     /* acc = acc·c + Σ_j p[j]·v_j for j < n, v_j = v + j*stride (attention weighted sum). */
     void (*accum)(float *acc, float c, const float *p, const float *v, int64_t stride, int n,
                   int hd);
-    /* Quantizes n values (n % 32 == 0) into dst's arrays (struct hy_cpu_xq layout); every ISA
-     * gives the same bytes (one multiply and a round-to-nearest-even per value). */
-    void (*quantize_x)(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n);
+    /* Quantizes n values (n a multiple of block, 32 or 128) into the struct hy_cpu_xq arrays;
+     * every ISA gives the same bytes (one multiply and a round-to-nearest-even a value). */
+    void (*quantize_x)(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
+                       int block);
 };
 
 /* The int8 reference (scalar, exact integer block sums): x · row for any block dtype. The
  * int8 kernels of every ISA are tested against it. */
 float hy_cpu_q_dot_ref(enum hy_dtype dt, const struct hy_cpu_xq *x, const void *w, int64_t cols);
-void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n);
+void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
+                           int block);
 
 /* Fill k with one SIMD level; false if the CPU (or this build) cannot run it. */
 void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k);

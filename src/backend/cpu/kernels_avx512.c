@@ -197,21 +197,25 @@ MM_KERNELS(q8_0, HY_DTYPE_Q8_0)
 #define TARGETQ __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma,f16c")))
 #define INLQ static inline __attribute__((always_inline)) TARGETQ
 
-/* One Q4_G128 group (at g) against 128 int8 activations: per lane, the activation block's
- * scale times the integer dot of unsigned nibbles (0..15) and activations over 4 values
- * (vpdpbusd: unsigned x signed bytes, exact in int32). The low nibbles are values 0-63, the
- * high ones 64-127; lanes 0-7 of each product cover one 32-value activation block, 8-15 the
- * next, hence the d8 vectors. The nibbles' offset of 8 is left to the caller (x->s). */
-INLQ __m512 g128_group(const unsigned char *g, const int8_t *aq, const float *d8)
+/* The Q4_G128 kernels take activations quantized per 128 values (xq_block 128), one scale a
+ * weight group: a group's integer dot is then two vpdpbusd into one int32 vector (unsigned
+ * nibbles 0..15 times signed activations, exact), converted once and scaled once by
+ * d_w * d_x. With per-32 activation scales each group needed two conversions and three
+ * float operations per token: prefill was bound by the multiply pipes (measured 12.5 MACs a
+ * cycle a core; per-128 about twice that). The nibbles' offset of 8 is applied through the
+ * activation sums (x->s): value = d_w*(nibble - 8). */
+INLQ __m512i g128_idot(const __m512i lo, const __m512i hi, const int8_t *aq)
+{
+    __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)aq));
+    return _mm512_dpbusd_epi32(p, hi, _mm512_loadu_si512((const void *)(aq + 64)));
+}
+
+INLQ void g128_nibbles(const unsigned char *g, __m512i *lo, __m512i *hi)
 {
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512i v = _mm512_loadu_si512((const void *)(g + 2));
-    __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-    __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)aq));
-    __m512i p1 =
-        _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512((const void *)(aq + 64)));
-    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(p0), _mm512_loadu_ps(d8));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_loadu_ps(d8 + 16), f);
+    *lo = _mm512_and_si512(v, m4);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
 }
 
 INLQ float g128_scale(const unsigned char *g)
@@ -221,19 +225,19 @@ INLQ float g128_scale(const unsigned char *g)
     return _cvtsh_ss(h);
 }
 
-/* The sum of group g's four activation block sums (d_b * sum q): times 8*d_w, the offset. */
+/* The sum of group g's four activation chunk sums (d_x * sum q): times 8*d_w, the offset. */
 INLQ float g128_asum(const struct hy_cpu_xq *x, int64_t g)
 {
     const float *s = x->s + 4 * g;
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-/* Decode: rows are read one after the other, each a single sequential stream, with two
- * accumulators (even and odd groups) to keep the FMA chains short. Reading four rows side by
- * side (sharing the activation loads) was measured at half the DRAM bandwidth: a row of a
- * 2048-column Q4_G128 weight is only 1056 bytes, and four such short interleaved streams are
- * followed too late by the hardware prefetcher (a synthetic load loop: 6.8 GB/s a core for
- * four streams, 17.7 GB/s for one); the activations come from L1 either way. */
+/* Decode: rows are read one after the other, each a single sequential stream (with a
+ * software prefetch PF_BYTES ahead), two accumulators for even and odd groups. Reading four
+ * rows side by side (sharing the activation loads) was measured at half the DRAM bandwidth:
+ * a row of a 2048-column Q4_G128 weight is only 1056 bytes, and four such short interleaved
+ * streams are followed too late by the hardware prefetcher (a synthetic load loop: 6.8 GB/s a
+ * core for four streams, 17.7 GB/s for one); the activations come from L1 either way. */
 #define PF_BYTES 4096
 INLQ float g128_dot(const struct hy_cpu_xq *x, const unsigned char *w, int64_t cols)
 {
@@ -242,21 +246,27 @@ INLQ float g128_dot(const struct hy_cpu_xq *x, const unsigned char *w, int64_t c
     const int64_t G = cols / 128;
     const size_t gb = sizeof(struct hy_q4_g128_block);
     int64_t g = 0;
+    __m512i lo, hi;
     for (; g + 2 <= G; g += 2) {
         const unsigned char *b0 = w + g * gb, *b1 = b0 + gb;
         _mm_prefetch((const char *)b0 + PF_BYTES, _MM_HINT_T0);
         _mm_prefetch((const char *)b0 + PF_BYTES + 64, _MM_HINT_T0);
         float d0 = g128_scale(b0), d1 = g128_scale(b1);
-        a0 = _mm512_fmadd_ps(g128_group(b0, x->q + 128 * g, x->d8 + 32 * g), _mm512_set1_ps(d0), a0);
-        a1 = _mm512_fmadd_ps(g128_group(b1, x->q + 128 * g + 128, x->d8 + 32 * g + 32),
-                             _mm512_set1_ps(d1), a1);
+        g128_nibbles(b0, &lo, &hi);
+        a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g128_idot(lo, hi, x->q + 128 * g)),
+                             _mm512_set1_ps(d0 * x->d[4 * g]), a0);
+        g128_nibbles(b1, &lo, &hi);
+        a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g128_idot(lo, hi, x->q + 128 * g + 128)),
+                             _mm512_set1_ps(d1 * x->d[4 * g + 4]), a1);
         c0 += d0 * g128_asum(x, g);
         c1 += d1 * g128_asum(x, g + 1);
     }
     if (g < G) {
         const unsigned char *b0 = w + g * gb;
         float d0 = g128_scale(b0);
-        a0 = _mm512_fmadd_ps(g128_group(b0, x->q + 128 * g, x->d8 + 32 * g), _mm512_set1_ps(d0), a0);
+        g128_nibbles(b0, &lo, &hi);
+        a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g128_idot(lo, hi, x->q + 128 * g)),
+                             _mm512_set1_ps(d0 * x->d[4 * g]), a0);
         c0 += d0 * g128_asum(x, g);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - 8.0f * (c0 + c1);
@@ -274,62 +284,77 @@ TARGETQ static float q_dot_g128(const struct hy_cpu_xq *x, const void *w, int64_
     return g128_dot(x, w, cols);
 }
 
-/* 4 tokens x 4 rows over n columns: each row's nibbles are loaded once for four tokens. */
+/* 4 tokens x 4 rows over n columns: each row's nibbles are unpacked once for four tokens
+ * (activation vectors are memory operands, from L1). 16 vector accumulators; the offset
+ * terms d_w * S_t of the 4 rows go four at a time into one xmm a token. */
 TARGETQ static void q_tile_g128(float *y, int64_t ys, const struct hy_cpu_xq x[4], const void *w,
                                 size_t stride, int64_t n, bool add)
 {
     const unsigned char *w0 = w;
     __m512 acc[4][4];
-    float corr[4][4] = {{0}};
+    __m128 corr[4];
 #pragma GCC unroll 4
-    for (int t = 0; t < 4; t++)
+    for (int t = 0; t < 4; t++) {
+        corr[t] = _mm_setzero_ps();
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++)
             acc[t][i] = _mm512_setzero_ps();
+    }
     for (int64_t g = 0; g < n / 128; g++) {
-        float S[4];
+        float dw[4], dx[4];
 #pragma GCC unroll 4
         for (int t = 0; t < 4; t++)
-            S[t] = g128_asum(&x[t], g);
+            dx[t] = x[t].d[4 * g];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             const unsigned char *blk = w0 + i * stride + g * sizeof(struct hy_q4_g128_block);
-            float d = g128_scale(blk);
-            __m512 dv = _mm512_set1_ps(d);
+            __m512i lo, hi;
+            dw[i] = g128_scale(blk);
+            g128_nibbles(blk, &lo, &hi);
 #pragma GCC unroll 4
-            for (int t = 0; t < 4; t++) {
-                __m512 f = g128_group(blk, x[t].q + 128 * g, x[t].d8 + 32 * g);
-                acc[t][i] = _mm512_fmadd_ps(f, dv, acc[t][i]);
-                corr[t][i] += d * S[t];
-            }
+            for (int t = 0; t < 4; t++)
+                acc[t][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g128_idot(lo, hi, x[t].q + 128 * g)),
+                                            _mm512_set1_ps(dw[i] * dx[t]), acc[t][i]);
         }
+        __m128 dw4 = _mm_loadu_ps(dw);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++)
+            corr[t] = _mm_fmadd_ps(dw4, _mm_set1_ps(g128_asum(&x[t], g)), corr[t]);
     }
     for (int t = 0; t < 4; t++) {
-        float s[4];
+        float s[4], c[4];
         _mm_storeu_ps(s, hsum4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+        _mm_storeu_ps(c, corr[t]);
         for (int i = 0; i < 4; i++) {
-            float v = s[i] - 8.0f * corr[t][i];
+            float v = s[i] - 8.0f * c[i];
             y[t * ys + i] = add ? y[t * ys + i] + v : v;
         }
     }
 }
 
-/* The scalar reference's arithmetic (max, one multiply by 1/d, round to nearest even through
- * the default MXCSR mode), so the bytes are the same. */
-TARGETQ static void quantize_x(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n)
+/* The scalar reference's arithmetic (max over the block, one multiply by 1/d, round to
+ * nearest even through the default MXCSR mode), so the bytes are the same. */
+TARGETQ static void quantize_x(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
+                               int block)
 {
-    for (int64_t b = 0; b < n / 32; b++) {
-        __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
-        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    for (int64_t b = 0; b < n / block; b++) {
+        const float *xb = x + block * b;
+        __m512 m = _mm512_setzero_ps();
+        for (int i = 0; i < block; i += 16)
+            m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(xb + i)));
+        float amax = _mm512_reduce_max_ps(m);
         float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
         __m512 iv = _mm512_set1_ps(id);
-        __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, iv));
-        __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, iv));
-        _mm_storeu_si128((void *)(q + 32 * b), _mm512_cvtepi32_epi8(q0));
-        _mm_storeu_si128((void *)(q + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
-        d[b] = db;
-        s[b] = db * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-        _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
+        for (int c = 0; c < block / 32; c++) {
+            int64_t k = b * (block / 32) + c;
+            __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * k), iv));
+            __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * k + 16), iv));
+            _mm_storeu_si128((void *)(q + 32 * k), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((void *)(q + 32 * k + 16), _mm512_cvtepi32_epi8(q1));
+            d[k] = db;
+            s[k] = db * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            _mm256_storeu_ps(d8 + 8 * k, _mm256_set1_ps(db));
+        }
     }
 }
 
@@ -383,6 +408,7 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         k->mm[HY_DTYPE_Q4_G128].q_rows4 = q_rows4_g128;
         k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
         k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
+        k->mm[HY_DTYPE_Q4_G128].xq_block = 128;
         k->quantize_x = quantize_x;
     }
     return true;

@@ -236,7 +236,7 @@ INL float bdot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt
             }                                                                                   \
     }                                                                                           \
     static const struct hy_cpu_mm_kernels block_##sfx = {                                       \
-        brows4_##sfx, btoks4_##sfx, bdot_##sfx, btile_##sfx, qrows4_##sfx, qdot_##sfx, qtile_##sfx};
+        brows4_##sfx, btoks4_##sfx, bdot_##sfx, btile_##sfx, qrows4_##sfx, qdot_##sfx, qtile_##sfx, 32};
 
 BLOCK_KERNELS(q4_0, HY_DTYPE_Q4_0)
 BLOCK_KERNELS(q4_k, HY_DTYPE_Q4_K)
@@ -263,25 +263,29 @@ float hy_cpu_q_dot_ref(enum hy_dtype dt, const struct hy_cpu_xq *x, const void *
     return s;
 }
 
-void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n)
+void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
+                           int block)
 {
-    HY_ASSERT(n % 32 == 0);
-    for (int64_t b = 0; b < n / 32; b++) {
-        const float *xb = x + 32 * b;
+    HY_ASSERT((block == 32 || block == 128) && n % block == 0);
+    for (int64_t b = 0; b < n / block; b++) {
+        const float *xb = x + block * b;
         float amax = 0.0f;
-        for (int i = 0; i < 32; i++)
+        for (int i = 0; i < block; i++)
             amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
         float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
-        int32_t sum = 0;
-        for (int i = 0; i < 32; i++) {
-            int v = (int)rintf(xb[i] * id);
-            q[32 * b + i] = (int8_t)v;
-            sum += v;
+        for (int c = 0; c < block / 32; c++) { /* per 32-value chunk */
+            int64_t k = b * (block / 32) + c;
+            int32_t sum = 0;
+            for (int i = 0; i < 32; i++) {
+                int v = (int)rintf(x[32 * k + i] * id);
+                q[32 * k + i] = (int8_t)v;
+                sum += v;
+            }
+            d[k] = db;
+            s[k] = db * (float)sum;
+            for (int i = 0; i < 8; i++)
+                d8[8 * k + i] = db;
         }
-        d[b] = db;
-        s[b] = db * (float)sum;
-        for (int i = 0; i < 8; i++)
-            d8[8 * b + i] = db;
     }
 }
 

@@ -139,6 +139,7 @@ struct xq_job {
     struct hy_cpu_ctx *c;
     const float *x;
     int64_t cols;
+    int block;
 };
 
 static void quantize_tokens(void *ctx, int64_t t0, int64_t t1, int tid)
@@ -149,7 +150,7 @@ static void quantize_tokens(void *ctx, int64_t t0, int64_t t1, int tid)
     for (int64_t t = t0; t < t1; t++) {
         int64_t o = t * j->cols;
         c->k.quantize_x(c->xq_q + o, c->xq_d + o / 32, c->xq_s + o / 32, c->xq_d8 + o / 4,
-                        j->x + o, j->cols);
+                        j->x + o, j->cols, j->block);
     }
 }
 
@@ -158,14 +159,14 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
 {
     HY_ASSERT(w->dtype >= 0 && w->dtype < HY_DTYPE_COUNT && T >= 0);
     const struct hy_cpu_mm_kernels *k = &c->k.mm[w->dtype];
-    if (k->q_dot && w->cols % HY_CPU_XQ_BLOCK == 0 && w->cols <= HY_CPU_XQ_ELEMS && T > 0 &&
-        w->rows > 0) {
+    int xb = k->xq_block ? k->xq_block : HY_CPU_XQ_BLOCK;
+    if (k->q_dot && w->cols % xb == 0 && w->cols <= HY_CPU_XQ_ELEMS && T > 0 && w->rows > 0) {
         int slab = (int)(HY_CPU_XQ_ELEMS / w->cols);
         if (slab > 4)
             slab &= ~3; /* whole 4-token tiles in every slab but the last */
         for (int t0 = 0; t0 < T; t0 += slab) {
             int n = T - t0 < slab ? T - t0 : slab;
-            struct xq_job q = {c, x + (int64_t)t0 * w->cols, w->cols};
+            struct xq_job q = {c, x + (int64_t)t0 * w->cols, w->cols, xb};
             hy_pool_for(c->pool, n, 4, quantize_tokens, &q);
             struct mm_job j = {
                 .k = k,

@@ -56,7 +56,7 @@ struct qx {
 };
 
 static void qx_make(struct qx *x, const struct hy_cpu_kernels *k, const float *src, int T,
-                    int64_t cols)
+                    int64_t cols, int block)
 {
     int64_t n = T * cols;
     x->q = malloc((size_t)n);
@@ -67,7 +67,7 @@ static void qx_make(struct qx *x, const struct hy_cpu_kernels *k, const float *s
     x->tok = malloc((size_t)T * sizeof *x->tok);
     for (int t = 0; t < T; t++) {
         int64_t o = t * cols;
-        k->quantize_x(x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4, src + o, cols);
+        k->quantize_x(x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4, src + o, cols, block);
         x->tok[t] = (struct hy_cpu_xq){x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4};
     }
     for (int64_t i = 0; i < n; i++)
@@ -93,20 +93,28 @@ static void test_quantize_x(const struct hy_cpu_kernels *k, struct rng *r)
         x[64 + i] = 0.0f; /* an all-zero block */
     for (int i = 0; i < 32; i++)
         x[128 + i] = (float)(i - 16) * 0.5f; /* halves: ties of the rounding */
-    struct qx a, b;
     struct hy_cpu_kernels ref;
     hy_cpu_kernels_scalar(&ref);
-    qx_make(&a, k, x, 1, N);
-    qx_make(&b, &ref, x, 1, N);
-    CHECKF(!memcmp(a.q, b.q, N) && !memcmp(a.d, b.d, N / 32 * 4) && !memcmp(a.s, b.s, N / 32 * 4) &&
-               !memcmp(a.d8, b.d8, N / 4 * 4),
-           "%s quantize_x differs from the reference", k->name);
-    int bad = 0; /* |x - d*q| <= d/2 (plus the product's rounding) */
-    for (int i = 0; i < N; i++)
-        bad += fabsf(x[i] - a.deq[i]) > a.d[i / 32] * 0.5f * (1.0f + 1e-6f) + 1e-30f;
-    CHECKF(bad == 0, "%d activations more than d/2 off", bad);
-    qx_free(&a);
-    qx_free(&b);
+    for (int block = 32; block <= 128; block *= 4) {
+        struct qx a, b;
+        qx_make(&a, k, x, 1, N, block);
+        qx_make(&b, &ref, x, 1, N, block);
+        CHECKF(!memcmp(a.q, b.q, N) && !memcmp(a.d, b.d, N / 32 * 4) &&
+                   !memcmp(a.s, b.s, N / 32 * 4) && !memcmp(a.d8, b.d8, N / 4 * 4),
+               "%s quantize_x (block %d) differs from the reference", k->name, block);
+        int bad = 0; /* |x - d*q| <= d/2 (plus the product's rounding), d = max|x|/127 */
+        for (int i = 0; i < N; i++) {
+            float amax = 0.0f;
+            for (int j = i / block * block; j < (i / block + 1) * block; j++)
+                amax = fmaxf(amax, fabsf(x[j]));
+            bad += a.d[i / 32] != amax / 127.0f ||
+                   fabsf(x[i] - a.deq[i]) > a.d[i / 32] * 0.5f * (1.0f + 1e-6f) + 1e-30f;
+        }
+        CHECKF(bad == 0, "block %d: %d activations with a wrong scale or more than d/2 off", block,
+               bad);
+        qx_free(&a);
+        qx_free(&b);
+    }
     free(x);
 }
 
@@ -192,7 +200,7 @@ static void kernels_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_
     /* int8-activation kernels */
     if (mk->q_dot) {
         struct qx xq;
-        qx_make(&xq, k, x, T, cols);
+        qx_make(&xq, k, x, T, cols, mk->xq_block ? mk->xq_block : 32);
         double wq = 0, wx = 0;
         for (int t = 0; t < T; t++) {
             float yr[4];
@@ -239,10 +247,19 @@ static void matmul_case(struct hy_backend *be[3], struct rng *r, enum hy_dtype d
     float *x = fmalloc(T * cols), *ref = fmalloc(T * rows), *got[3];
     rng_fill(r, x, T * cols, 2.0f);
     hy_ref_matmul(ref, x, &hw, T);
-    struct hy_cpu_kernels sk;
-    hy_cpu_kernels_scalar(&sk);
+    /* the activations the backend quantized (its ISA's xq_block; every ISA gives the same
+     * bytes), for the bounds */
+    struct hy_cpu_kernels bk;
+    const char *isa = hy_cpu_backend_isa(be[0]);
+    if (!strcmp(isa, "avx512"))
+        hy_cpu_kernels_avx512(&bk);
+    else if (!strcmp(isa, "avx2"))
+        hy_cpu_kernels_avx2(&bk);
+    else
+        hy_cpu_kernels_scalar(&bk);
     struct qx xq;
-    qx_make(&xq, &sk, x, T, cols);
+    int xb = bk.mm[dt].xq_block ? bk.mm[dt].xq_block : 32;
+    qx_make(&xq, &bk, x, T, cols, xb);
     for (int n = 0; n < 3; n++) {
         got[n] = fmalloc(T * rows);
         be[n]->i->matmul(be[n], got[n], x, &hw, T);
