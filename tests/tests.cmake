@@ -93,9 +93,16 @@ add_test(NAME server_openai_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/ope
   ${CMAKE_BINARY_DIR}/npm-openai)
 set_tests_properties(server_test server_openai_test PROPERTIES LABELS server TIMEOUT 300)
 
-# Load-time Q8_0 quantization vs the stored weights on the tiny checkpoints (logit cosine,
-# top-1 agreement): label model
-hy_add_test(q8_accuracy_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/quant/q8_accuracy_test.c)
+# Load-time quantization (q8, q4, q4_0, q4_k, q6_k) vs the stored weights on the tiny
+# checkpoints (logit cosine, top-1 agreement): label model
+# (plus a 256-wide random checkpoint, where q4 is Q4_G128 throughout and q4_k/q6_k fit)
+add_test(NAME quant_accuracy_model
+         COMMAND hymt make-test-model --out ${CMAKE_BINARY_DIR}/quant-acc-256 --hidden 256
+                 --ffn 512 --heads 2 --kv-heads 1 --head-dim 128 --vocab 1024 --layers 2 --seed 3)
+set_tests_properties(quant_accuracy_model PROPERTIES LABELS model FIXTURES_SETUP quant_acc_model)
+hy_add_test(quant_accuracy_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/quant/quant_accuracy_test.c
+            ARGS ${CMAKE_BINARY_DIR}/quant-acc-256)
+set_tests_properties(quant_accuracy_test PROPERTIES FIXTURES_REQUIRED quant_acc_model)
 
 # GGUF (label model): each tiny checkpoint through `hymt convert` and back: logits
 # bit-identical when the type is kept, q8_0 projections equal to --quant q8, tokenizer ids
