@@ -199,6 +199,130 @@ MM_KERNELS(f16, HY_DTYPE_F16)
 MM_KERNELS(bf16, HY_DTYPE_BF16)
 MM_KERNELS(q8_0, HY_DTYPE_Q8_0)
 
+/* ---- int8 activations: Q4_G128 (activations per 128 values, as in kernels_avx512.c) ---- */
+
+/* The integer dot of a Q4_G128 group (at g) with 128 int8 activations, in 8 int32 lanes:
+ * vpmaddubsw multiplies unsigned nibbles by signed activations into 16-bit pair sums
+ * (|sum| <= 2*15*128 = 3840), four of them add without overflow (<= 15360), and one
+ * vpmaddwd by ones widens to int32. The low nibbles of bytes 0-31/32-63 are values 0-31/
+ * 32-63, the high ones 64-95/96-127. */
+INL __m256i g128_idot(const unsigned char *g, const int8_t *aq)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i v0 = _mm256_loadu_si256((const void *)(g + 2));
+    __m256i v1 = _mm256_loadu_si256((const void *)(g + 34));
+    __m256i s = _mm256_maddubs_epi16(_mm256_and_si256(v0, m4), _mm256_loadu_si256((const void *)aq));
+    s = _mm256_add_epi16(s, _mm256_maddubs_epi16(_mm256_and_si256(v1, m4),
+                                                 _mm256_loadu_si256((const void *)(aq + 32))));
+    s = _mm256_add_epi16(s, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4),
+                                                 _mm256_loadu_si256((const void *)(aq + 64))));
+    s = _mm256_add_epi16(s, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4),
+                                                 _mm256_loadu_si256((const void *)(aq + 96))));
+    return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+}
+
+INL float g128_scale(const unsigned char *g)
+{
+    uint16_t h;
+    memcpy(&h, g, 2);
+    return _cvtsh_ss(h);
+}
+
+INL float g128_asum(const struct hy_cpu_xq *x, int64_t g)
+{
+    const float *s = x->s + 4 * g;
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* One row against NT (1 or 4) tokens: the row's groups are read once, each token's sum in
+ * its own accumulator; value = d_w * (nibble - 8), the 8 through the activation sums. */
+INL void g128_row(float *y, int64_t ys, const struct hy_cpu_xq *x, const unsigned char *w,
+                  int64_t cols, int NT)
+{
+    __m256 acc[4];
+    float corr[4] = {0};
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < cols / 128; g++) {
+        const unsigned char *blk = w + g * sizeof(struct hy_q4_g128_block);
+        float d = g128_scale(blk);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(g128_idot(blk, x[t].q + 128 * g)),
+                                     _mm256_set1_ps(d * x[t].d[4 * g]), acc[t]);
+            corr[t] += d * g128_asum(&x[t], g);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+        y[t * ys] = hsum8(acc[t]) - 8.0f * corr[t];
+}
+
+TARGET static float q_dot_g128(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    float y;
+    g128_row(&y, 0, x, w, cols, 1);
+    return y;
+}
+
+TARGET static void q_rows4_g128(float *y, const struct hy_cpu_xq *x, const void *w,
+                                size_t stride, int64_t cols)
+{
+    for (int i = 0; i < 4; i++)
+        g128_row(y + i, 0, x, (const unsigned char *)w + i * stride, cols, 1);
+}
+
+/* 4 tokens x 4 rows: row by row, each against the four tokens (16 ymm registers do not hold
+ * a 4x4 tile of accumulators besides the unpacked nibbles). */
+TARGET static void q_tile_g128(float *y, int64_t ys, const struct hy_cpu_xq x[4], const void *w,
+                               size_t stride, int64_t n, bool add)
+{
+    for (int i = 0; i < 4; i++) {
+        float v[4];
+        g128_row(v, 1, x, (const unsigned char *)w + i * stride, n, 4);
+        for (int t = 0; t < 4; t++)
+            y[t * ys + i] = add ? y[t * ys + i] + v[t] : v[t];
+    }
+}
+
+/* The scalar reference's arithmetic, so the bytes are the same. */
+TARGET static void quantize_x(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
+                              int block)
+{
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t b = 0; b < n / block; b++) {
+        const float *xb = x + block * b;
+        __m256 m = _mm256_setzero_ps();
+        for (int i = 0; i < block; i += 8)
+            m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(xb + i), absmask));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+        __m256 iv = _mm256_set1_ps(id);
+        for (int c = 0; c < block / 32; c++) {
+            int64_t k = b * (block / 32) + c;
+            __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k), iv));
+            __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8), iv));
+            __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 16), iv));
+            __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 24), iv));
+            __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+            /* packs interleave the 128-bit lanes; the permute puts the 32 bytes in order */
+            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((void *)(q + 32 * k), p);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            d[k] = db;
+            s[k] = db * (float)_mm_cvtsi128_si32(s4);
+            _mm256_storeu_ps(d8 + 8 * k, _mm256_set1_ps(db));
+        }
+    }
+}
+
 TARGET static void scores(float *s, const float *q, const float *k, int64_t stride, int n, int hd,
                           float scale)
 {
@@ -245,6 +369,11 @@ bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k)
         .rows4 = rows4_q8_0, .toks4 = toks4_q8_0, .dot = dot_q8_0, .tile4x4 = tile_q8_0};
     k->scores = scores;
     k->accum = accum;
+    k->mm[HY_DTYPE_Q4_G128].q_rows4 = q_rows4_g128;
+    k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
+    k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
+    k->mm[HY_DTYPE_Q4_G128].xq_block = 128;
+    k->quantize_x = quantize_x;
     return true;
 }
 
