@@ -34,7 +34,8 @@ static const struct cli_cmd cmd = {
     "  --translate FILE         instead: translate FILE (needs MODEL/tokenizer.json) with every\n"
     "                           segment batched; prints segments/s and tokens/s\n"
     "  --to LANG                target language for --translate (default en)\n"
-    "  --quant q8               quantize the projection weights to int8 (Q8_0) at load\n"
+    "  --quant q8|q4            quantize the projections and the head at load: q8 int8 (Q8_0),\n"
+    "                           q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8\n"
     "  -h, --help               this text\n",
 };
 

@@ -134,10 +134,13 @@ hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backen
 
 /* Load options. A zeroed struct loads the weights as stored (hy_model_load). */
 struct hy_model_opts {
-    /* HY_DTYPE_Q8_0: every 2-D projection (q/k/v/o, gate/up/down) is quantized at load into
-     * backend memory (embeddings, lm_head and norms stay as stored); their in-features must
-     * be multiples of 32. CPU backends only for now: refused on a backend with
-     * weight_upload (CUDA). 0 (HY_DTYPE_F32): as stored; other values are refused. */
+    /* HY_DTYPE_Q8_0, Q4_G128 (--quant q4; Q4_0 for weights whose in-features are not a
+     * multiple of 128), Q4_0, Q4_K, Q6_K: every 2-D projection (q/k/v/o, gate/up/down) and
+     * the head (a quantized copy of the embedding when tied) are quantized at load into
+     * backend memory; the embedding table and the norms stay as stored. In-features must be
+     * multiples of the type's block. CPU backends only for now: refused on a backend with
+     * weight_upload (CUDA). HY_DTYPE_F8_E4M3: per-tensor fp8, dequantized at load
+     * (model/load_quant.h). 0 (HY_DTYPE_F32): as stored; other values are refused. */
     enum hy_dtype quant;
 };
 hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_backend *be,
