@@ -42,7 +42,7 @@ static const struct cli_cmd cmd = {
     "                             (CPU only for now)\n"
     "  --max-queue N              requests (segments) waiting in the engine; more get 429\n"
     "                             (default 1024)\n"
-    "  --max-running N            sequences decoded together (default 16)\n"
+    "  --max-running N            sequences decoded together (default 16; 64 on a GPU)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     HY_CLI_KV_USAGE
     "  --timeout SEC              per request; past it the answer is 504 (default: none)\n"
@@ -152,7 +152,7 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
         st = hy_tok_load(tok, o->model, err);
     struct hy_engine_params p = *ep;
     if (!st)
-        st = cli_kv_setup(o->kv_bytes, o->gpu_frac, *be, &p, err);
+        st = cli_kv_setup(o->kv_bytes, o->gpu_frac, o->max_running, *be, &p, err);
     if (!st)
         st = hy_engine_create(e, *m, &p, err);
     return st;

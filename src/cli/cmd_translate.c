@@ -41,7 +41,7 @@ static const struct cli_cmd cmd = {
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     HY_CLI_KV_USAGE
-    "  --max-running N            segments decoded together (default 16)\n"
+    "  --max-running N            segments decoded together (default 16; 64 on a GPU)\n"
     "  --max-queue N              segments waiting in the engine (default 1024)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     "  -t, --threads N            CPU threads (default: all online CPUs)\n"
@@ -254,7 +254,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
     if (!st)
-        st = cli_kv_setup(kv_bytes, o->gpu_frac, be, &ep, &err);
+        st = cli_kv_setup(kv_bytes, o->gpu_frac, o->max_running, be, &ep, &err);
     if (!st)
         st = hy_engine_create(&e, m, &ep, &err);
     int rc = 1;

@@ -1,8 +1,9 @@
 /* kv_opts.c: the KV pool flags of serve and translate (kv_opts.h has the contract). */
 #include "cli/kv_opts.h"
 
-hy_status cli_kv_setup(int64_t kv_bytes, double frac, const struct hy_backend *be,
-                       struct hy_engine_params *ep, struct hy_err *err)
+hy_status cli_kv_setup(int64_t kv_bytes, double frac, int64_t max_running,
+                       const struct hy_backend *be, struct hy_engine_params *ep,
+                       struct hy_err *err)
 {
     const bool device = be->i->mem_info != NULL;
     if (kv_bytes > 0 && frac > 0)
@@ -14,5 +15,7 @@ hy_status cli_kv_setup(int64_t kv_bytes, double frac, const struct hy_backend *b
         ep->kv_bytes = kv_bytes;
     else if (device)
         ep->kv_fraction = frac > 0 ? frac : HY_CLI_GPU_FRACTION;
+    if (device && !max_running && ep->max_batch_tokens >= HY_CLI_GPU_RUNNING)
+        ep->max_running = HY_CLI_GPU_RUNNING;
     return HY_OK;
 }
