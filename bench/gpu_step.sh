@@ -6,15 +6,8 @@
 set -u
 OLD_CUDA=${OLD_CUDA:-old_cuda.c.txt}
 OUT=${OUT:-/tmp/o}; mkdir -p $OUT
-D=/tmp/gpudeps; mkdir -p $D
-if ! pkg-config --exists jansson oniguruma libutf8proc libmicrohttpd 2>/dev/null; then
-for f in .gpudeps/*.deb; do dpkg -x "$f" $D; done
-sed -i '/^Requires.private:/d' $D/usr/lib/x86_64-linux-gnu/pkgconfig/libmicrohttpd.pc
-ldconfig -p | grep -q 'libgnutls.so.30 ' || for f in .gpudeps/gnutls/*.deb; do dpkg -x "$f" $D; done
-export PATH="$D/usr/bin:$PATH" PKG_CONFIG_LIBDIR="$D/usr/lib/x86_64-linux-gnu/pkgconfig"
-export PKG_CONFIG_SYSROOT_DIR="$D" LD_LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-export CPATH="$D/usr/include" LIBRARY_PATH="$D/usr/lib/x86_64-linux-gnu"
-fi
+log() { echo "== $*"; }
+. bench/gpu_deps.sh
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 mkdir -p /tmp/old && tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C /tmp/old && cp $OLD_CUDA /tmp/old/src/backend/cuda/cuda.c
 bld() { cmake -S $1 -B $2 -DCMAKE_BUILD_TYPE=Release -DHYMT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null && cmake --build $2 -j 8 --target hymt $3; }

@@ -14,6 +14,12 @@
 #define NORM_VEC 8 /* float4s per thread of the long-row kernel: d <= 8192 */
 #define WARP_VEC 4 /* float4s per lane of the short-row kernel: d <= 512 */
 
+/* w * (v * inv), element by element, in the reference's order */
+__device__ __forceinline__ float4 scaled(float4 v, float4 g, float inv)
+{
+    return make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv));
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)
@@ -48,14 +54,8 @@ __global__ void rmsnorm_warp_kernel(float4 *out, float4 *x, const float4 *y, con
 #pragma unroll
     for (int c = 0; c < WARP_VEC; c++) {
         int i = c * 32 + lane;
-        if (i < n4) {
-            float4 g = w[i], y;
-            y.x = g.x * (v[c].x * inv);
-            y.y = g.y * (v[c].y * inv);
-            y.z = g.z * (v[c].z * inv);
-            y.w = g.w * (v[c].w * inv);
-            out[row * n4 + i] = y;
-        }
+        if (i < n4)
+            out[row * n4 + i] = scaled(v[c], w[i], inv);
     }
 }
 
@@ -93,14 +93,8 @@ __global__ void __launch_bounds__(NORM_THREADS)
 #pragma unroll
     for (int c = 0; c < NORM_VEC; c++) {
         int i = c * NORM_THREADS + threadIdx.x;
-        if (i < n4) {
-            float4 g = w[i], y;
-            y.x = g.x * (v[c].x * inv);
-            y.y = g.y * (v[c].y * inv);
-            y.z = g.z * (v[c].z * inv);
-            y.w = g.w * (v[c].w * inv);
-            yr[i] = y;
-        }
+        if (i < n4)
+            yr[i] = scaled(v[c], w[i], inv);
     }
 }
 
