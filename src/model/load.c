@@ -99,19 +99,23 @@ static hy_status check_stored_head(struct hy_model *m, struct hy_err *err)
     return bind(&m->lm_head, m->st, "lm_head.weight", m->cfg.vocab_size, m->cfg.hidden_size, err);
 }
 
-/* Every distinct weight of the model, the head only when it is not the embedding. */
+/* Every distinct weight of the model, the head only when it is not the embedding. Once
+ * quantize_weights has run, the projections and the head are its own (in backend memory
+ * already, freed by free_quantized) and left out. */
 static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
 {
     int n = 0;
+    const bool q = m->weights_quantized;
     ws[n++] = &m->tok_embd;
     ws[n++] = &m->out_norm;
-    if (m->lm_head.data != m->tok_embd.data)
+    if (m->lm_head.data != m->tok_embd.data && !q)
         ws[n++] = &m->lm_head;
     for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
         struct hy_layer_weights *l = &m->layers[i];
-        struct hy_weight *lw[] = {&l->attn_norm, &l->wq, &l->wk,     &l->wv,   &l->q_norm, &l->k_norm,
-                                  &l->wo,        &l->ffn_norm, &l->w_gate, &l->w_up, &l->w_down};
-        for (size_t k = 0; k < sizeof lw / sizeof lw[0]; k++) {
+        struct hy_weight *lw[] = {&l->attn_norm, &l->q_norm, &l->k_norm, &l->ffn_norm,
+                                  &l->wq,        &l->wk,     &l->wv,     &l->wo,
+                                  &l->w_gate,    &l->w_up,   &l->w_down};
+        for (size_t k = 0; k < (q ? 4 : sizeof lw / sizeof lw[0]); k++) {
             HY_ASSERT(n < cap);
             ws[n++] = lw[k];
         }
@@ -246,19 +250,28 @@ static hy_status quantize_one(struct hy_backend *be, struct hy_pool *pool, struc
     j->dt = (enum hy_dtype)dt;
     j->rb = hy_dtype_row_bytes(j->dt, w->cols);
     j->src_rb = hy_dtype_row_bytes(w->dtype, w->cols);
-    j->dst = be->i->alloc(be, j->rb * (size_t)w->rows);
+    /* a device backend: quantize into host memory, then weight_upload copies it */
+    const bool dev = be->i->weight_upload != NULL;
+    j->dst = dev ? malloc(j->rb * (size_t)w->rows) : be->i->alloc(be, j->rb * (size_t)w->rows);
     if (!j->dst)
-        return hy_err_set(err, HY_E_NOMEM, "out of backend memory for %s weights",
-                          hy_dtype_name(j->dt));
+        return hy_err_set(err, HY_E_NOMEM, "out of %s memory for %s weights",
+                          dev ? "host" : "backend", hy_dtype_name(j->dt));
     hy_pool_for(pool, w->rows, 16, quant_rows, j);
-    w->dtype = j->dt;
-    w->data = j->dst;
+    struct hy_weight q = {j->dt, w->rows, w->cols, j->dst};
+    if (dev) {
+        hy_status s = be->i->weight_upload(be, &q, err);
+        free(j->dst);
+        if (s)
+            return s;
+    }
+    *w = q;
     return HY_OK;
 }
 
 /* Quantizes every projection and the head (for a tied head: a quantized copy of the
  * embedding, whose lookup keeps the stored table; the head is read in full every token, so
- * it matters as much as a layer) into backend memory (host memory: CPU backends only). The
+ * it matters as much as a layer) into backend memory (a device backend: through a host
+ * buffer a weight, handed to weight_upload; upload_weights then skips them). The
  * embedding and the norms stay as stored. Rows are split over a temporary pool of all online
  * CPUs (each row is quantized alone: the result does not depend on the split). All or
  * nothing: on failure every copy made is freed and the weights are as they were. */
@@ -271,9 +284,10 @@ static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struc
         quant != HY_DTYPE_Q4_K && quant != HY_DTYPE_Q6_K)
         return hy_err_set(err, HY_E_INVAL, "load-time quantization to %s is not supported "
                           "(Q8_0, Q4_G128, Q4_0, Q4_K and Q6_K are)", hy_dtype_name(quant));
-    if (be->i->weight_upload)
+    if (be->i->weight_upload && (quant == HY_DTYPE_Q4_K || quant == HY_DTYPE_Q6_K))
         return hy_err_set(err, HY_E_UNSUPPORTED, "%s weights are not supported on the %s "
-                          "backend yet (CPU only)", hy_dtype_name(quant), be->i->name);
+                          "backend yet (CPU only; q8, q4 and q4_0 are)", hy_dtype_name(quant),
+                          be->i->name);
     int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
     struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
     struct hy_weight *saved = malloc((size_t)cap * sizeof *saved);
