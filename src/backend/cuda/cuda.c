@@ -4,6 +4,7 @@
  * launchers of the .cu files. */
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/qmatmul.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,10 @@ struct cuda_ctx {
     int64_t xbf_cols;
     size_t att_part_floats;
     size_t xbf_cap;
+    /* qmatmul: bf16 scratch for dequantized row chunks of quantized weights (prefill-sized
+     * matmuls), allocated by the first quantized weight_upload */
+    uint16_t *wbf;
+    size_t wbf_cap;
 };
 
 void hy_cuda_fail(const char *file, int line, const char *expr, const char *what)
@@ -189,12 +194,60 @@ static void cuda_download(struct hy_backend *be, void *dst, const void *src, siz
     HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
 }
 
-/* Matrices become bf16 (bf16 data is copied as it is; f16/f32 rounded to nearest even on
- * the host, a chunk at a time); vectors (rows == 1: norm weights) become float32, exact. */
+/* qmatmul: the qmatmul.h code of a weight dtype kept quantized on the device, or -1. */
+static int qtype_of(enum hy_dtype t)
+{
+    switch (t) {
+    case HY_DTYPE_Q8_0: return HY_CUDA_Q8_0;
+    case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
+    case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
+    default: return -1;
+    }
+}
+
+/* qmatmul: a Q8_0 / Q4_0 / Q4_G128 matrix is kept in its dtype, repacked on the host into
+ * the split layout of qmatmul.h and copied; the first one allocates the dequantize
+ * scratch wbf. */
+static hy_status upload_quantized(struct hy_backend *be, struct cuda_ctx *c, struct hy_weight *w,
+                                  int qt, struct hy_err *err)
+{
+    HY_ASSERT(hy_dtype_size(w->dtype) == (size_t)hy_cuda_q_block_qbytes(qt) + 2 &&
+              hy_dtype_block_elems(w->dtype) == hy_cuda_q_block(qt) &&
+              w->cols % hy_cuda_q_block(qt) == 0);
+    if (!c->wbf) {
+        if (cudaMalloc((void **)&c->wbf, c->wbf_cap * sizeof(uint16_t)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            c->wbf = NULL;
+            return hy_err_set(err, HY_E_NOMEM, "out of device memory for the quantized "
+                              "matmul scratch (%zu MiB)", c->wbf_cap * 2 >> 20);
+        }
+    }
+    const size_t bytes = hy_cuda_q_bytes(qt, w->rows, w->cols);
+    void *host = malloc(bytes), *dev = host ? cuda_alloc(be, bytes) : NULL;
+    if (!dev) {
+        free(host);
+        return hy_err_set(err, HY_E_NOMEM, "out of %s memory for a %lldx%lld %s weight",
+                          host ? "device" : "host", (long long)w->rows, (long long)w->cols,
+                          hy_dtype_name(w->dtype));
+    }
+    hy_cuda_q_repack(host, w->data, qt, w->rows, w->cols);
+    HY_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->stream));
+    HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    free(host);
+    w->data = dev;
+    return HY_OK;
+}
+
+/* Matrices become bf16 (bf16 data is copied as it is; f16/f32 and the block types
+ * other than those below rounded to nearest even on the host, a chunk at a time); vectors
+ * (rows == 1: norm weights) become float32, exact. Q8_0, Q4_0 and Q4_G128 matrices stay
+ * quantized (upload_quantized). */
 static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
                                     struct hy_err *err)
 {
     struct cuda_ctx *c = ctx_of(be);
+    if (w->rows > 1 && qtype_of(w->dtype) >= 0) /* qmatmul */
+        return upload_quantized(be, c, w, qtype_of(w->dtype), err);
     const int64_t n = w->rows * w->cols;
     const enum hy_dtype to = w->rows == 1 ? HY_DTYPE_F32 : HY_DTYPE_BF16;
     const size_t esz = hy_dtype_size(to);
@@ -231,10 +284,12 @@ static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
             return hy_err_set(err, HY_E_NOMEM, "out of memory");
         }
         const unsigned char *src = w->data;
-        const size_t isz = hy_dtype_size(w->dtype);
+        /* block types: hy_dtype_size is a block's bytes; chunk is a multiple of a block */
+        const size_t isz = hy_dtype_size(w->dtype), ibe = (size_t)hy_dtype_block_elems(w->dtype);
+        HY_ASSERT(chunk % ibe == 0);
         for (size_t i = 0; i < (size_t)n; i += chunk) {
             size_t k = (size_t)n - i < chunk ? (size_t)n - i : chunk;
-            hy_dtype_to_f32(f, src + i * isz, w->dtype, k);
+            hy_dtype_to_f32(f, src + i / ibe * isz, w->dtype, k);
             hy_dtype_from_f32(t, f, to, k);
             HY_CUDA_CHECK(cudaMemcpyAsync((char *)dev + i * esz, t, k * esz,
                                           cudaMemcpyHostToDevice, c->stream));
@@ -252,13 +307,17 @@ static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight
                        const int32_t *ids, int T)
 {
     struct cuda_ctx *c = ctx_op(be);
-    HY_ASSERT((table->dtype == HY_DTYPE_BF16 || table->dtype == HY_DTYPE_F32) && T >= 0);
+    const int qt = table->rows > 1 ? qtype_of(table->dtype) : -1; /* qmatmul: GGUF tables */
+    HY_ASSERT((table->dtype == HY_DTYPE_BF16 || table->dtype == HY_DTYPE_F32 || qt >= 0) &&
+              T >= 0);
     for (int t = 0; t < T; t++)
         HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
     const int32_t *d_ids = stage(c, ids, (size_t)T);
     if (replaying(c))
         return;
-    if (table->dtype == HY_DTYPE_F32) /* a one-row table (weight_upload keeps it float32) */
+    if (qt >= 0)
+        hy_cuda_embed_q(c->stream, out, table->data, qt, table->rows, table->cols, d_ids, T);
+    else if (table->dtype == HY_DTYPE_F32) /* a one-row table (weight_upload keeps it float32) */
         hy_cuda_gather_rows(c->stream, out, table->data, d_ids, T, table->cols);
     else
         hy_cuda_embed_bf16(c->stream, out, table->data, table->cols, d_ids, T);
@@ -288,14 +347,22 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
 {
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(w->rows <= INT32_MAX && w->cols <= INT32_MAX);
-    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32);
+    const int qt = w->rows > 1 ? qtype_of(w->dtype) : -1;
+    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32 || qt >= 0);
     if (T <= 0)
         return;
     if (replaying(c)) { /* the recording made the same choices */
         c->xbf_x = NULL;
         return;
     }
-    if (w->dtype == HY_DTYPE_F32) {
+    if (qt >= 0) { /* qmatmul */
+        bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
+        if (hy_cuda_matmul_q(c->stream, c->blas, out, x, w->data, qt, w->rows, w->cols, T, ready,
+                             c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf, c->cbuf_cap))
+            c->xbf_x = x, c->xbf_T = T, c->xbf_cols = w->cols;
+        else
+            c->xbf_x = NULL; /* xbf may hold a chunk of x only */
+    } else if (w->dtype == HY_DTYPE_F32) {
         hy_cuda_matmul_f32(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T);
     } else {
         bool padded = false;
@@ -521,6 +588,8 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFree(c->blas_ws));
         if (c->xbf)
             HY_CUDA_CHECK(cudaFree(c->xbf));
+        if (c->wbf)
+            HY_CUDA_CHECK(cudaFree(c->wbf));
         if (c->att_part)
             HY_CUDA_CHECK(cudaFree(c->att_part));
         if (c->cbuf)
@@ -620,6 +689,7 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     c->device = device;
     c->stage_cap = opts && opts->stage_ints ? opts->stage_ints : HY_CUDA_STAGE_INTS;
     c->xbf_cap = opts && opts->matmul_scratch ? opts->matmul_scratch : HY_CUDA_MATMUL_SCRATCH;
+    c->wbf_cap = HY_CUDA_QMATMUL_SCRATCH; /* qmatmul */
     HY_ASSERT(c->stage_cap >= 1024);
     struct cudaDeviceProp prop;
     TRY(cudaSetDevice(device), HY_E_UNSUPPORTED, "select");

@@ -2,7 +2,13 @@
  * NVIDIA GPU, on one stream, in device memory: activations and the KV pool are float32;
  * weights are copied to the device once at load by the weight_upload op (matrices as bf16,
  * f16/f32 checkpoints rounded to nearest even; one-row weights, i.e. norm vectors, as
- * float32, exact).
+ * float32, exact). Quantized matrices: Q8_0, Q4_0 and Q4_G128 stay in their dtype (in the
+ * backend's own byte layout, qmatmul.h: w->data is then only for this backend's ops);
+ * Q4_K, Q6_K and F8_E4M3 become bf16 (dequantized on the host: no memory saving yet).
+ * Matmul with Q8_0/Q4_0/Q4_G128 weights: up to 8 input rows dequantize in registers and sum
+ * in float32 with float32 x; larger inputs dequantize a chunk of weight rows at a time
+ * into a bf16 scratch and multiply by cuBLAS as bf16 weights (a chunked dequantize, not a
+ * fused kernel); embed also takes those three types (GGUF token tables).
  * Precision: matmul of up to 8 input rows (decode; cols a multiple of 8) multiplies the
  * bf16 weights with the float32 input and sums in float32 (a weight-streaming kernel);
  * larger inputs are rounded to bf16 and multiplied by cuBLAS (bf16 x bf16, float32
@@ -34,6 +40,10 @@
 /* Default bf16 activation scratch of matmul, in elements (64 MiB): larger inputs are
  * multiplied in chunks of whole rows. */
 #define HY_CUDA_MATMUL_SCRATCH ((size_t)32 << 20)
+/* Default bf16 scratch of quantized matmuls with more than 8 input rows, in elements
+ * (32 MiB), allocated at the first quantized weight_upload: weights are dequantized into
+ * it a chunk of rows at a time (at least 8 rows: >= 8 * cols elements). */
+#define HY_CUDA_QMATMUL_SCRATCH ((size_t)16 << 20)
 
 /* Sizes of the backend's fixed buffers; 0 takes the default. Tests shrink them to
  * exercise the ring's wrap-around and matmul's chunking. */

@@ -1,0 +1,69 @@
+/* qmatmul.h: weight-only quantized matrices on the CUDA backend (qmatmul.cu): their device
+ * layout, the host repack into it, matmul and embedding lookup. C linkage; included by
+ * cuda.c and the .cu (which cannot include core/dtype.h: C11 _Static_assert), so the types
+ * have codes of their own here, mapped from enum hy_dtype by cuda.c.
+ *
+ * Types: the three whose block is an fp16 scale d followed by the quants of `B` elements,
+ * value = d * q:
+ *   HY_CUDA_Q8_0    B = 32,  32 bytes: int8 q                (GGUF Q8_0, 34-byte blocks)
+ *   HY_CUDA_Q4_0    B = 32,  16 bytes: byte j holds element j (low nibble) and j+16 (high),
+ *                   q = nibble - 8                           (GGUF Q4_0, 18-byte blocks)
+ *   HY_CUDA_Q4_G128 B = 128, 64 bytes: byte j holds element j (low) and j+64 (high),
+ *                   q = nibble - 8                           (hymt, 66-byte blocks)
+ * Device layout ("split"): a matrix of rows x cols (cols % B == 0) with nb = rows*cols/B
+ * blocks, in row-major block order, is stored as the quant bytes of every block one after
+ * the other (row r's at r * (cols/B) * QB), then, from the next multiple of 16 bytes, the
+ * nb fp16 scales (row r's at index r * (cols/B)). The quant bytes are kept exactly as in
+ * the block (same nibble order), so a row's quants are 16-byte aligned (QB*cols/B is a
+ * multiple of 16) and every 16 bytes of them belong to one block: the GEMV reads them with
+ * 16-byte loads. hy_cuda_q_bytes <= the blocks' own bytes + 16.
+ *
+ * Precision: T <= 8 input rows (and x 16-byte aligned): the quants and scales are
+ * dequantized in registers and multiplied with float32 x, float32 sums (per 4 or 8
+ * weights sum(q*x), times d, added to the row's sum): within a few float32 ulps per term of
+ * the exact product with the dequantized weights. Larger T: a chunked dequantize, not a
+ * fused tensor-core kernel: rows of W are dequantized (d*q in float32, then rounded to
+ * bf16, nearest even) into the bf16 scratch `wbf` a chunk of rows at a time, and each chunk
+ * is multiplied by cuBLAS with x rounded to bf16 (as matmul.cu), float32 accumulation. */
+#ifndef HY_BACKEND_CUDA_QMATMUL_H
+#define HY_BACKEND_CUDA_QMATMUL_H
+
+#include "backend/cuda/cuda_impl.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hy_cuda_qtype { HY_CUDA_Q8_0 = 0, HY_CUDA_Q4_0 = 1, HY_CUDA_Q4_G128 = 2 };
+
+/* Elements a block (B) and quant bytes a block (QB) of a type. */
+int hy_cuda_q_block(int qt);
+int hy_cuda_q_block_qbytes(int qt);
+/* Device bytes of a rows x cols matrix in the split layout. */
+size_t hy_cuda_q_bytes(int qt, int64_t rows, int64_t cols);
+/* Repacks rows*cols/B blocks at src (host, the block layout, may be unaligned) into the
+ * split layout at dst (host, hy_cuda_q_bytes bytes; the alignment gap is zeroed). */
+void hy_cuda_q_repack(void *dst, const void *src, int qt, int64_t rows, int64_t cols);
+
+/* out[T, rows] = x[T, cols] · Wᵀ, W in the split layout on the device. xbf, xbf_cap,
+ * x_ready and the return value as hy_cuda_matmul_bf16 (xbf holds x rounded to bf16 when it
+ * returns true); wbf: device bf16 scratch of wbf_cap elements (>= 8 rows of W), cbuf:
+ * float32 scratch of cbuf_cap floats (outputs of a chunk when rows % 8 != 0). */
+bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
+                      const void *w, int qt, int64_t rows, int64_t cols, int T, bool x_ready,
+                      uint16_t *xbf, size_t xbf_cap, uint16_t *wbf, size_t wbf_cap, float *cbuf,
+                      size_t cbuf_cap);
+/* out[t, :] = the dequantized row ids[t] of table (split layout, rows x cols), float32
+ * d * q exactly as the host dequantizers; ids on the device, in range. */
+void hy_cuda_embed_q(cudaStream_t st, float *out, const void *table, int qt, int64_t rows,
+                     int64_t cols, const int32_t *ids, int T);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
