@@ -39,6 +39,38 @@ static void dump(const struct step *st, const char *name, int layer, const float
         st->s->dump(st->s->dump_ctx, name, layer, x, rows, cols);
 }
 
+/* RoPE on q and k, then (HunYuan quirk) QK-norm after RoPE, per head over hd values,
+ * then K and V rows into the paged pool; in one op when the backend has it. */
+static void rope_norm_store(const struct step *st, int il)
+{
+    const struct hy_config *cf = &st->m->cfg;
+    const struct hy_layer_weights *l = &st->m->layers[il];
+    const struct hy_backend_i *op = st->be->i;
+    struct hy_backend *be = st->be;
+    struct hy_scratch *s = st->s;
+    const int T = st->T, hd = (int)cf->head_dim;
+    const int H = (int)cf->num_attention_heads, Hkv = (int)cf->num_key_value_heads;
+    const float eps = (float)cf->rms_norm_eps;
+    if (st->fuse && op->rope_norm_store) {
+        op->rope_norm_store(be, s->q, s->k, s->v, s->pos, s->slots, T, H, Hkv, hd,
+                            st->m->inv_freq, cf->use_qk_norm ? &l->q_norm : NULL,
+                            cf->use_qk_norm ? &l->k_norm : NULL, eps, st->kv->k[il],
+                            st->kv->v[il]);
+        return;
+    }
+    op->rope(be, s->q, s->pos, T, H, hd, st->m->inv_freq);
+    op->rope(be, s->k, s->pos, T, Hkv, hd, st->m->inv_freq);
+    dump(st, "q_rope", il, s->q, T, (int64_t)H * hd);
+    if (cf->use_qk_norm) {
+        op->rmsnorm(be, s->q, s->q, &l->q_norm, (int64_t)T * H, hd, eps);
+        op->rmsnorm(be, s->k, s->k, &l->k_norm, (int64_t)T * Hkv, hd, eps);
+    }
+    dump(st, "q_norm", il, s->q, T, (int64_t)H * hd);
+    dump(st, "k_norm", il, s->k, T, (int64_t)Hkv * hd);
+    op->kv_store(be, st->kv->k[il], s->k, s->slots, T, st->kv->kvd);
+    op->kv_store(be, st->kv->v[il], s->v, s->slots, T, st->kv->kvd);
+}
+
 /* Attention block: x += o_proj(attn(qknorm(rope(q)), qknorm(rope(k)) -> pool, v -> pool)). */
 static void attn_block(const struct step *st, int il)
 {
@@ -49,25 +81,13 @@ static void attn_block(const struct step *st, int il)
     struct hy_scratch *s = st->s;
     const int T = st->T, d = (int)cf->hidden_size, hd = (int)cf->head_dim;
     const int H = (int)cf->num_attention_heads, Hkv = (int)cf->num_key_value_heads;
-    const float eps = (float)cf->rms_norm_eps;
 
     norm_in(st, &l->attn_norm, st->fuse && il > 0);
     dump(st, "attn_norm", il, s->h, T, d);
     op->matmul(be, s->q, s->h, &l->wq, T); /* [T, H*hd] */
     op->matmul(be, s->k, s->h, &l->wk, T); /* [T, Hkv*hd] */
     op->matmul(be, s->v, s->h, &l->wv, T); /* [T, Hkv*hd] */
-    op->rope(be, s->q, s->pos, T, H, hd, st->m->inv_freq);
-    op->rope(be, s->k, s->pos, T, Hkv, hd, st->m->inv_freq);
-    dump(st, "q_rope", il, s->q, T, (int64_t)H * hd);
-    /* HunYuan quirk: QK-norm comes after RoPE, per head over hd values */
-    if (cf->use_qk_norm) {
-        op->rmsnorm(be, s->q, s->q, &l->q_norm, (int64_t)T * H, hd, eps);
-        op->rmsnorm(be, s->k, s->k, &l->k_norm, (int64_t)T * Hkv, hd, eps);
-    }
-    dump(st, "q_norm", il, s->q, T, (int64_t)H * hd);
-    dump(st, "k_norm", il, s->k, T, (int64_t)Hkv * hd);
-    op->kv_store(be, st->kv->k[il], s->k, s->slots, T, st->kv->kvd); /* into the paged pool */
-    op->kv_store(be, st->kv->v[il], s->v, s->slots, T, st->kv->kvd);
+    rope_norm_store(st, il);
     op->attention(be, s->att, s->q, st->kv->k[il], st->kv->v[il], st->kv->block_size, s->aseqs,
                   st->n_seqs, H, Hkv, hd, 1.0f / sqrtf((float)hd));
     dump(st, "attn", il, s->att, T, (int64_t)H * hd);

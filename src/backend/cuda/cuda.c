@@ -453,6 +453,23 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
                       rows, smax, c->att_part, n_head, n_kv, hd, scale);
 }
 
+static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k, const float *v,
+                                 const int32_t *pos, const int32_t *slots, int T, int n_head,
+                                 int n_kv, int hd, const float *inv_freq,
+                                 const struct hy_weight *qn, const struct hy_weight *kn,
+                                 float eps, float *k_pool, float *v_pool)
+{
+    struct cuda_ctx *c = ctx_op(be);
+    HY_ASSERT(hd % 2 == 0 && hd / 2 <= 4 * 32 && T >= 0 && !qn == !kn);
+    HY_ASSERT(!qn || (qn->dtype == HY_DTYPE_F32 && kn->dtype == HY_DTYPE_F32 &&
+                      qn->rows * qn->cols == hd && kn->rows * kn->cols == hd));
+    const int32_t *d_pos = stage(c, pos, (size_t)T), *d_slots = stage(c, slots, (size_t)T);
+    if (!replaying(c))
+        hy_cuda_rope_norm_store(c->stream, q, k, v, d_pos, d_slots, T, n_head, n_kv, hd,
+                                inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
+                                k_pool, v_pool);
+}
+
 static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
                           const int32_t *slots, int T, int64_t cols)
 {
@@ -630,6 +647,7 @@ static const struct hy_backend_i cuda_iface = {
     .add_rmsnorm = cuda_add_rmsnorm,
     .matmul = cuda_matmul,
     .rope = cuda_rope,
+    .rope_norm_store = cuda_rope_norm_store,
     .attention = cuda_attention,
     .kv_store = cuda_kv_store,
     .copy_rows = cuda_copy_rows,

@@ -58,9 +58,14 @@ void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w
 void hy_cuda_add_rmsnorm(cudaStream_t st, float *out, float *x, const float *y, const float *w,
                          int64_t rows, int64_t d, float eps);
 
-/* rope.cu */
+/* rope.cu. rope_norm_store: backend.h's op of that name (qn, kn: float32 [hd] or NULL;
+ * pos and slots staged). */
 void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_heads, int hd,
                   const float *inv_freq);
+void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
+                             const int32_t *pos, const int32_t *slots, int T, int n_head,
+                             int n_kv, int hd, const float *inv_freq, const float *qn,
+                             const float *kn, float eps, float *k_pool, float *v_pool);
 
 /* attention.cu: `tiles` tiles of query rows; info[4*t .. 4*t+3] = (first row of q/out, rows
  * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i

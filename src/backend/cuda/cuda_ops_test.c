@@ -332,6 +332,90 @@ static void test_attention(struct hy_backend *be, struct rng *r)
     test_attention_batch(be, r);
 }
 
+/* rope_norm_store against the ops it fuses, on the GPU: rope, rope, rmsnorm of each head
+ * of q and k, kv_store of k and v. The rotations are the same arithmetic; the norm sums its
+ * squares in another order (1e-5 relative covers hd <= 256, as for rmsnorm); v is copied. */
+static void rns_case(struct hy_backend *be, struct rng *r, int T, int nh, int nkv, int hd,
+                     bool norm)
+{
+    const int64_t qd = (int64_t)T * nh * hd, kvd = (int64_t)nkv * hd, rows = 3 * T + 5;
+    float *q = fmalloc(qd), *k = fmalloc(T * kvd), *v = fmalloc(T * kvd), *inv = fmalloc(hd / 2);
+    rng_fill(r, q, qd, 3.0f);
+    rng_fill(r, k, T * kvd, 3.0f);
+    rng_fill(r, v, T * kvd, 3.0f);
+    for (int i = 0; i < hd / 2; i++)
+        inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+    int32_t pos[64], slots[64];
+    for (int t = 0; t < T; t++) {
+        pos[t] = (int32_t)(rng_next(r) % 9000);
+        slots[t] = 3 * t + 2; /* distinct rows, others left NaN */
+    }
+    struct tweight tq, tk;
+    struct dweight wq, wk;
+    tweight_make(&tq, r, HY_DTYPE_F32, 1, hd, 2.0f);
+    tweight_make(&tk, r, HY_DTYPE_F32, 1, hd, 2.0f);
+    dweight_make(be, &tq, &wq);
+    dweight_make(be, &tk, &wk);
+    float *dinv = dput(be, inv, hd / 2);
+    float *q1 = dput(be, q, qd), *k1 = dput(be, k, T * kvd), *v1 = dput(be, v, T * kvd);
+    float *q2 = dput(be, q, qd), *k2 = dput(be, k, T * kvd), *v2 = dput(be, v, T * kvd);
+    float *kp1 = dnan(be, rows * kvd), *vp1 = dnan(be, rows * kvd);
+    float *kp2 = dnan(be, rows * kvd), *vp2 = dnan(be, rows * kvd);
+    be->i->rope_norm_store(be, q1, k1, v1, pos, slots, T, nh, nkv, hd, dinv,
+                           norm ? &wq.dev : NULL, norm ? &wk.dev : NULL, 1e-6f, kp1, vp1);
+    be->i->rope(be, q2, pos, T, nh, hd, dinv);
+    be->i->rope(be, k2, pos, T, nkv, hd, dinv);
+    if (norm) {
+        be->i->rmsnorm(be, q2, q2, &wq.dev, (int64_t)T * nh, hd, 1e-6f);
+        be->i->rmsnorm(be, k2, k2, &wk.dev, (int64_t)T * nkv, hd, 1e-6f);
+    }
+    be->i->kv_store(be, kp2, k2, slots, T, kvd);
+    be->i->kv_store(be, vp2, v2, slots, T, kvd);
+    float *a = fmalloc(rows * kvd), *b = fmalloc(rows * kvd), *kin = fmalloc(T * kvd);
+    float *qa = fmalloc(qd), *qb = fmalloc(qd);
+    dget(be, qa, q1, qd);
+    dget(be, qb, q2, qd);
+    CHECKF(close_f("rope_norm_store q", qa, qb, qd, 1e-5, 0), "q T=%d nh=%d hd=%d norm=%d", T,
+           nh, hd, norm);
+    dget(be, kin, k1, T * kvd);
+    CHECKF(memcmp(kin, k, (size_t)(T * kvd) * sizeof *k) == 0, "rope_norm_store changed k");
+    int bad = 0;
+    dget(be, a, kp1, rows * kvd);
+    dget(be, b, kp2, rows * kvd);
+    for (int t = 0; t < T; t++) { /* the stored rows */
+        const int64_t o = (int64_t)slots[t] * kvd;
+        bad += !close_f("rope_norm_store k", a + o, b + o, kvd, 1e-5, 0);
+        for (int64_t i = 0; i < kvd; i++) /* checked: now only unwritten rows may be left */
+            a[o + i] = b[o + i] = NAN;
+    }
+    for (int64_t i = 0; i < rows * kvd; i++) /* no other row written */
+        bad += a[i] == a[i];
+    dget(be, a, vp1, rows * kvd);
+    dget(be, b, vp2, rows * kvd);
+    bad += memcmp(a, b, (size_t)(rows * kvd) * sizeof *a) != 0; /* v rows copied, rest NaN */
+    CHECKF(bad == 0, "rope_norm_store T=%d nh=%d nkv=%d hd=%d norm=%d: %d wrong", T, nh, nkv, hd,
+           norm, bad);
+    float *dbufs[] = {dinv, q1, k1, v1, q2, k2, v2, kp1, vp1, kp2, vp2};
+    for (int i = 0; i < 11; i++)
+        be->i->free(be, dbufs[i]);
+    dweight_free(be, &wq);
+    dweight_free(be, &wk);
+    tweight_free(&tq);
+    tweight_free(&tk);
+    float *hbufs[] = {q, k, v, inv, a, b, kin, qa, qb};
+    for (int i = 0; i < 9; i++)
+        free(hbufs[i]);
+}
+
+static void test_rope_norm_store(struct hy_backend *be, struct rng *r)
+{
+    rns_case(be, r, 1, 32, 8, 128, true);
+    rns_case(be, r, 5, 8, 2, 128, true);
+    rns_case(be, r, 17, 4, 1, 64, true);
+    rns_case(be, r, 3, 4, 4, 256, true);
+    rns_case(be, r, 2, 6, 2, 20, false);
+}
+
 /* rope: cosf/sinf within 2 ulps on the GPU (about 1 in glibc), products and the sum
  * rounded, a possible fma: about 8·U32·(|a| + |b|) of the pair; allowed 32·U32. */
 static void test_rope(struct hy_backend *be, struct rng *r)
@@ -581,6 +665,7 @@ int main(void)
     test_rmsnorm(be, &r);
     test_add_rmsnorm(be, &r);
     test_matmul_reuse(be, &r);
+    test_rope_norm_store(be, &r);
     test_embed(be, &r);
     test_rows(be, &r);
     test_elementwise(be, &r);

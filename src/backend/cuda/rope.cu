@@ -32,3 +32,82 @@ extern "C" void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int 
         x, pos, pairs, n_heads, hd / 2, inv_freq);
     HY_CUDA_CHECK_LAUNCH();
 }
+
+/* The attention block's middle in one kernel: one warp per (token, head) of q (heads
+ * 0..n_head-1) and of k (n_head..n_head+n_kv-1). RoPE as rope_kernel; then, with a norm
+ * weight, RMSNorm over the head's hd values (float32 sum of squares over the warp); q
+ * is written back in place, k to its pool row, and the k warps copy the v row too. */
+#define RNS_PAIRS 4 /* pairs per lane: hd <= 256 */
+__global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
+                                       const int32_t *pos, const int32_t *slots, int T,
+                                       int n_head, int n_kv, int hd, const float *inv_freq,
+                                       const float *qn, const float *kn, float eps,
+                                       float *k_pool, float *v_pool)
+{
+    const int64_t wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31, heads = n_head + n_kv, half = hd / 2;
+    if (wid >= (int64_t)T * heads)
+        return;
+    const int t = (int)(wid / heads), j = (int)(wid % heads);
+    const bool is_q = j < n_head;
+    const int64_t kvd = (int64_t)n_kv * hd;
+    const float *src = is_q ? q + ((int64_t)t * n_head + j) * hd : k + t * kvd + (int64_t)(j - n_head) * hd;
+    const float *w = is_q ? qn : kn;
+    float a[RNS_PAIRS], b[RNS_PAIRS], ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < RNS_PAIRS; c++) {
+        int i = c * 32 + lane;
+        a[c] = b[c] = 0.0f;
+        if (i < half) {
+            float theta = (float)pos[t] * inv_freq[i];
+            float cs = cosf(theta), sn = sinf(theta), x0 = src[i], x1 = src[i + half];
+            a[c] = x0 * cs - x1 * sn;
+            b[c] = x1 * cs + x0 * sn;
+            ss += a[c] * a[c] + b[c] * b[c];
+        }
+    }
+    if (w) {
+        for (int o = 16; o > 0; o >>= 1)
+            ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        const float inv = 1.0f / sqrtf(ss / (float)hd + eps);
+#pragma unroll
+        for (int c = 0; c < RNS_PAIRS; c++) {
+            int i = c * 32 + lane;
+            if (i < half) {
+                a[c] = w[i] * (a[c] * inv);
+                b[c] = w[i + half] * (b[c] * inv);
+            }
+        }
+    }
+    float *dst = is_q ? q + ((int64_t)t * n_head + j) * hd
+                      : k_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
+#pragma unroll
+    for (int c = 0; c < RNS_PAIRS; c++) {
+        int i = c * 32 + lane;
+        if (i < half) {
+            dst[i] = a[c];
+            dst[i + half] = b[c];
+        }
+    }
+    if (!is_q) {
+        const float *vs = v + t * kvd + (int64_t)(j - n_head) * hd;
+        float *vd = v_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
+        for (int i = lane; i < hd; i += 32)
+            vd[i] = vs[i];
+    }
+}
+
+extern "C" void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
+                                        const int32_t *pos, const int32_t *slots, int T,
+                                        int n_head, int n_kv, int hd, const float *inv_freq,
+                                        const float *qn, const float *kn, float eps,
+                                        float *k_pool, float *v_pool)
+{
+    int64_t warps = (int64_t)T * (n_head + n_kv);
+    if (warps <= 0)
+        return;
+    const int per = ROPE_THREADS / 32;
+    rope_norm_store_kernel<<<(unsigned)((warps + per - 1) / per), ROPE_THREADS, 0, st>>>(
+        q, k, v, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps, k_pool, v_pool);
+    HY_CUDA_CHECK_LAUNCH();
+}
