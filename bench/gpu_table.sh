@@ -8,7 +8,7 @@
 # STAGES includes build. Run as `OUT=$OUT STAGES="build bench" sh bench/gpu_table.sh`.
 set -u
 OUT=${OUT:-${1:-/tmp/gpu-out}}
-STAGES=${STAGES:-build bench serve}
+STAGES=${STAGES:-build bench serve quant}
 B=${B:-build-gpu}
 M=/tmp/hy7b
 mkdir -p "$OUT"
@@ -62,3 +62,11 @@ if has serve; then
     log "serve exit $?"; grep -E "KV pool|ready|listening|runs on" "$OUT/serve.log" | tee -a "$OUT/summary.txt"
 fi
 echo "== done"
+
+if has quant; then # issue 7: quantized weights on the GPU (--quant q8|q4 at load)
+    for q in q8 q4; do
+        timeout 200 $B/hymt bench -m $M --device cuda --quant $q --batch 1,64 --prompt-len 64 \
+            --gen-len 128 >"$OUT/bench_$q.txt" 2>&1
+        log "bench --quant $q: exit $?"; grep -E '^\| (1|64) |load' "$OUT/bench_$q.txt" | tee -a "$OUT/summary.txt"
+    done
+fi
