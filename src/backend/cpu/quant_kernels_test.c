@@ -288,6 +288,26 @@ static void matmul_case(struct hy_backend *be[3], struct rng *r, enum hy_dtype d
     qweight_free(&w);
 }
 
+/* The embedding lookup of a block-typed table (GGUF files may store token_embd as Q4_K,
+ * Q6_K, ...): each row exactly its dequantized values. */
+static void embed_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt)
+{
+    struct qweight w;
+    qweight_make(&w, r, dt, 5, 512);
+    struct hy_weight hw = {dt, 5, 512, w.data};
+    const int32_t ids[3] = {3, 0, 4};
+    float *out = fmalloc(3 * 512);
+    be->i->embed(be, out, &hw, ids, 3);
+    int bad = 0;
+    for (int t = 0; t < 3; t++)
+        for (int c = 0; c < 512; c++)
+            bad += out[t * 512 + c] != w.val[ids[t] * 512 + c];
+    CHECKF(bad == 0, "%s embed %s: %d values differ", hy_cpu_backend_isa(be), hy_dtype_name(dt),
+           bad);
+    free(out);
+    qweight_free(&w);
+}
+
 int main(void)
 {
     struct rng r = {0x9e3779b97f4a7c15ull};
@@ -315,6 +335,8 @@ int main(void)
         for (int n = 0; n < 3 && st == HY_OK; n++)
             st = hy_cpu_backend_create_isa(&be[n], n + 1, isas[ii], NULL);
         CHECK(st == HY_OK);
+        for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0] && st == HY_OK; d++)
+            embed_case(be[1], &r, block_dtypes[d]);
         for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0] && st == HY_OK; d++)
             for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++)
                 matmul_case(be, &r, block_dtypes[d], mm_shapes[s][0], mm_shapes[s][1],

@@ -52,6 +52,13 @@ void hy_ref_embed(float *out, const struct hy_weight *table, const int32_t *ids,
     for (int t = 0; t < T; t++) {
         HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
         int64_t row = (int64_t)ids[t] * table->cols;
+        if (hy_dtype_block_elems(table->dtype) > 1) { /* a GGUF Q4_K/Q6_K/... table: a row */
+            hy_dtype_to_f32(out + (int64_t)t * table->cols,
+                            (const unsigned char *)table->data +
+                                (size_t)ids[t] * hy_dtype_row_bytes(table->dtype, table->cols),
+                            table->dtype, (size_t)table->cols);
+            continue;
+        }
         for (int64_t c = 0; c < table->cols; c++)
             out[(int64_t)t * table->cols + c] = weight_at(table, row + c);
     }
