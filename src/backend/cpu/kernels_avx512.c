@@ -332,6 +332,108 @@ TARGETQ static void q_tile_g128(float *y, int64_t ys, const struct hy_cpu_xq x[4
     }
 }
 
+/* ---- GGUF Q4_0 and Q4_K against int8 activations per 32 (decode-shaped kernels) ---- */
+
+/* [lo nibbles of v, hi nibbles of v] for 32 bytes v: 64 values in order when the low
+ * nibbles are the first 32 (Q4_K's sub-block pair). */
+INLQ __m512i nib_split256(__m256i v)
+{
+    const __m256i m4 = _mm256_set1_epi8(15);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                              _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+}
+
+/* [d0 x8, d1 x8] */
+INLQ __m512 pair_scale(float d0, float d1)
+{
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(d0)),
+                                               _mm256_castps_pd(_mm256_set1_ps(d1)), 1));
+}
+
+/* Q4_0 (value d*(nibble-8)): two blocks a step, lanes 0-7 the first, 8-15 the second; the
+ * nibbles of a block are values 0-15 (low) and 16-31 (high) of 16 bytes. */
+TARGETQ static float q_dot_q4_0(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    const size_t bb = sizeof(struct hy_q4_0_block);
+    const __m128i m4 = _mm_set1_epi8(15);
+    __m512 acc = _mm512_setzero_ps();
+    float corr = 0.0f, s = 0.0f;
+    int64_t b = 0;
+    for (; b + 2 <= cols / 32; b += 2) {
+        const unsigned char *blk = w0 + b * bb;
+        _mm_prefetch((const char *)blk + PF_BYTES, _MM_HINT_T0);
+        __m128i v0 = _mm_loadu_si128((const void *)(blk + 2));
+        __m128i v1 = _mm_loadu_si128((const void *)(blk + bb + 2));
+        __m256i n0 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v0, 4), m4), _mm_and_si128(v0, m4));
+        __m256i n1 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v1, 4), m4), _mm_and_si128(v1, m4));
+        __m512i n = _mm512_inserti64x4(_mm512_castsi256_si512(n0), n1, 1);
+        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), n,
+                                        _mm512_loadu_si512((const void *)(x->q + 32 * b)));
+        float d0 = g128_scale(blk), d1 = g128_scale(blk + bb);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p),
+                              _mm512_mul_ps(pair_scale(d0, d1), _mm512_loadu_ps(x->d8 + 8 * b)), acc);
+        corr += d0 * x->s[b] + d1 * x->s[b + 1];
+    }
+    s = _mm512_reduce_add_ps(acc) - 8.0f * corr;
+    if (b < cols / 32) {
+        struct hy_cpu_xq xt = hy_cpu_xq_at(x, 32 * b);
+        s += hy_cpu_q_dot_ref(HY_DTYPE_Q4_0, &xt, w0 + b * bb, 32);
+    }
+    return s;
+}
+
+/* Q4_K (value d*sc_j*q - dmin*m_j per sub-block j of 32): a sub-block pair (32 bytes, low
+ * nibbles sub-block 2i, high 2i+1) a step; the mins through the activation sums. */
+TARGETQ static float q_dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    __m512 acc = _mm512_setzero_ps();
+    float corr = 0.0f;
+    for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
+        const unsigned char *blk = w0 + sb * sizeof(struct hy_q4_k_block);
+        _mm_prefetch((const char *)blk + PF_BYTES, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + PF_BYTES + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + PF_BYTES + 128, _MM_HINT_T0);
+        float d = g128_scale(blk), dmin = g128_scale(blk + 2);
+        for (int i = 0; i < 4; i++) {
+            int sc0, m0, sc1, m1;
+            hy_q4_k_scale_min(2 * i, blk + 4, &sc0, &m0);
+            hy_q4_k_scale_min(2 * i + 1, blk + 4, &sc1, &m1);
+            int64_t c = sb * HY_QK_K + 64 * i; /* first value of the pair */
+            __m512i n = nib_split256(_mm256_loadu_si256((const void *)(blk + 16 + 32 * i)));
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), n,
+                                            _mm512_loadu_si512((const void *)(x->q + c)));
+            __m512 sc = _mm512_mul_ps(pair_scale(d * (float)sc0, d * (float)sc1),
+                                      _mm512_loadu_ps(x->d8 + c / 4));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sc, acc);
+            corr += dmin * (float)m0 * x->s[c / 32] + dmin * (float)m1 * x->s[c / 32 + 1];
+        }
+    }
+    return _mm512_reduce_add_ps(acc) - corr;
+}
+
+#define ROWS_AND_TILE(sfx)                                                                      \
+    TARGETQ static void q_rows4_##sfx(float *y, const struct hy_cpu_xq *x, const void *w,       \
+                                      size_t stride, int64_t cols)                              \
+    {                                                                                           \
+        for (int i = 0; i < 4; i++)                                                             \
+            y[i] = q_dot_##sfx(x, (const unsigned char *)w + i * stride, cols);                 \
+    }                                                                                           \
+    /* prefill: the 4 rows' chunk stays in L1 while the 4 tokens pass */                      \
+    TARGETQ static void q_tile_##sfx(float *y, int64_t ys, const struct hy_cpu_xq x[4],         \
+                                     const void *w, size_t stride, int64_t n, bool add)         \
+    {                                                                                           \
+        for (int t = 0; t < 4; t++)                                                             \
+            for (int i = 0; i < 4; i++) {                                                       \
+                float v = q_dot_##sfx(&x[t], (const unsigned char *)w + i * stride, n);         \
+                y[t * ys + i] = add ? y[t * ys + i] + v : v;                                    \
+            }                                                                                   \
+    }
+
+ROWS_AND_TILE(q4_0)
+ROWS_AND_TILE(q4_k)
+
 /* The scalar reference's arithmetic (max over the block, one multiply by 1/d, round to
  * nearest even through the default MXCSR mode), so the bytes are the same. */
 TARGETQ static void quantize_x(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
@@ -409,6 +511,12 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
         k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
         k->mm[HY_DTYPE_Q4_G128].xq_block = 128;
+        k->mm[HY_DTYPE_Q4_0].q_rows4 = q_rows4_q4_0;
+        k->mm[HY_DTYPE_Q4_0].q_dot = q_dot_q4_0;
+        k->mm[HY_DTYPE_Q4_0].q_tile4x4 = q_tile_q4_0;
+        k->mm[HY_DTYPE_Q4_K].q_rows4 = q_rows4_q4_k;
+        k->mm[HY_DTYPE_Q4_K].q_dot = q_dot_q4_k;
+        k->mm[HY_DTYPE_Q4_K].q_tile4x4 = q_tile_q4_k;
         k->quantize_x = quantize_x;
     }
     return true;
