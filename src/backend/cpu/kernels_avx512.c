@@ -413,6 +413,59 @@ TARGETQ static float q_dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_
     return _mm512_reduce_add_ps(acc) - corr;
 }
 
+/* Q6_K (value d*sc[e/16]*(q-32), q = 4 low bits from ql | 2 high bits from qh): each half
+ * of a super-block (128 values) is rebuilt as two 64-byte vectors of q (0..63) in value
+ * order; vpdpbusd of q and of the constant 32 with the activations give the exact integer
+ * dot of (q - 32); lanes hold 4 values, so each group of 4 lanes shares one int8 scale
+ * (pshufb spreads 4 scales over 16 bytes). */
+INLQ __m512 q6k_lane_scales(const unsigned char *blk, int first, float d, const float *d8)
+{
+    __m128i sc = _mm_loadu_si128((const void *)(blk + 192));
+    __m128i idx = _mm_add_epi8(_mm_set1_epi8((char)first),
+                               _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+    __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc, idx)));
+    return _mm512_mul_ps(_mm512_mul_ps(f, _mm512_set1_ps(d)), _mm512_loadu_ps(d8));
+}
+
+TARGETQ static float q_dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    const __m512i c32 = _mm512_set1_epi8(32);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
+        const unsigned char *blk = w0 + sb * sizeof(struct hy_q6_k_block);
+        for (int k = 0; k < 4; k++)
+            _mm_prefetch((const char *)blk + PF_BYTES + 64 * k, _MM_HINT_T0);
+        float d = g128_scale(blk + 208);
+        for (int h = 0; h < 2; h++) {
+            __m256i ql0 = _mm256_loadu_si256((const void *)(blk + 64 * h));
+            __m256i ql1 = _mm256_loadu_si256((const void *)(blk + 64 * h + 32));
+            __m256i qh = _mm256_loadu_si256((const void *)(blk + 128 + 32 * h));
+            __m256i p0 = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+            __m256i p1 = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+            __m256i p2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+            __m256i p3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            int64_t c = sb * HY_QK_K + 128 * h;
+            for (int v = 0; v < 2; v++) {
+                __m512i q = v ? _mm512_inserti64x4(_mm512_castsi256_si512(p2), p3, 1)
+                              : _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
+                __m512i a = _mm512_loadu_si512((const void *)(x->q + c + 64 * v));
+                __m512i dq = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, a),
+                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), c32, a));
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dq),
+                                      q6k_lane_scales(blk, 8 * h + 4 * v, d, x->d8 + (c + 64 * v) / 4),
+                                      acc);
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 #define ROWS_AND_TILE(sfx)                                                                      \
     TARGETQ static void q_rows4_##sfx(float *y, const struct hy_cpu_xq *x, const void *w,       \
                                       size_t stride, int64_t cols)                              \
@@ -433,6 +486,7 @@ TARGETQ static float q_dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_
 
 ROWS_AND_TILE(q4_0)
 ROWS_AND_TILE(q4_k)
+ROWS_AND_TILE(q6_k)
 
 /* The scalar reference's arithmetic (max over the block, one multiply by 1/d, round to
  * nearest even through the default MXCSR mode), so the bytes are the same. */
@@ -517,6 +571,9 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         k->mm[HY_DTYPE_Q4_K].q_rows4 = q_rows4_q4_k;
         k->mm[HY_DTYPE_Q4_K].q_dot = q_dot_q4_k;
         k->mm[HY_DTYPE_Q4_K].q_tile4x4 = q_tile_q4_k;
+        k->mm[HY_DTYPE_Q6_K].q_rows4 = q_rows4_q6_k;
+        k->mm[HY_DTYPE_Q6_K].q_dot = q_dot_q6_k;
+        k->mm[HY_DTYPE_Q6_K].q_tile4x4 = q_tile_q6_k;
         k->quantize_x = quantize_x;
     }
     return true;
