@@ -372,7 +372,8 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->wake, NULL);
     /* the scratch first: a pool sized from free device memory comes after it */
-    st = hy_scratch_create(&e->scr, m, p->max_batch_tokens, p->max_running, err);
+    st = hy_scratch_create(&e->scr, m, p->max_batch_tokens, p->max_running, p->max_running,
+                           err); /* logits: one row a sequence */
     int64_t n_blocks = 0;
     if (!st)
         st = pool_blocks(m, p, block_bytes, &n_blocks, err);

@@ -147,7 +147,7 @@ static void check_batch(const char *model)
     if (load(model, 2, &be, &m))
         return;
     CHECK(hy_kvstore_create(&kv, m, 12, 4, &err) == HY_OK);
-    CHECK(hy_scratch_create(&s, m, 24, 3, &err) == HY_OK);
+    CHECK(hy_scratch_create(&s, m, 24, 3, 24, &err) == HY_OK);
     const int64_t V = m->cfg.vocab_size;
     const int len[3] = {9, 3, 6};
     /* blocks of 4 tokens, interleaved: seq0 {0,3,6}, seq1 {1,4,7}, seq2 {2,5,8} */
@@ -182,6 +182,15 @@ static void check_batch(const char *model)
     /* a step larger than the scratch is refused and changes nothing */
     struct hy_batch_seq big = {toks[0], 25, 0, tables[0], 1};
     CHECK(hy_model_forward_batch(m, kv, s, &big, 1, got, &err) == HY_E_RANGE);
+    /* so is a step wanting more logit rows than the scratch holds */
+    struct hy_scratch *s2 = NULL;
+    CHECK(hy_scratch_create(&s2, m, 24, 3, 2, &err) == HY_OK);
+    struct hy_batch_seq three[3] = {{toks[0], 1, 0, tables[0], 1}, {toks[1], 1, 0, tables[1], 1},
+                                    {toks[2], 1, 0, tables[2], 1}};
+    CHECK(s2 && hy_model_forward_batch(m, kv, s2, three, 3, got, &err) == HY_E_RANGE);
+    CHECK(s2 && hy_model_forward_batch(m, kv, s2, three, 2, got, &err) == HY_OK);
+    hy_scratch_destroy(s2, m);
+    CHECK(hy_scratch_create(&s2, m, 24, 3, 25, &err) == HY_E_RANGE && !s2); /* > max_tokens */
     free(got);
     free(want);
     hy_scratch_destroy(s, m);
@@ -204,7 +213,7 @@ static void check_prefix_reuse(const char *model)
     if (load(model, 2, &be, &m))
         return;
     CHECK(hy_kvstore_create(&kv, m, 16, 4, &err) == HY_OK);
-    CHECK(hy_scratch_create(&s, m, 24, 2, &err) == HY_OK);
+    CHECK(hy_scratch_create(&s, m, 24, 2, 24, &err) == HY_OK);
     const int64_t V = m->cfg.vocab_size;
     int32_t a[20], b[20];
     for (int i = 0; i < 20; i++) {

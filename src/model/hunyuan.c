@@ -127,7 +127,7 @@ static int pack(const struct step *st, const struct hy_batch_seq *seqs, struct h
     const struct hy_config *cf = &st->m->cfg;
     struct hy_scratch *s = st->s;
     const int bs = st->kv->block_size;
-    int T = 0, n_out = 0;
+    int T = 0, n_out = 0, n_want = 0;
     if (st->n_seqs < 1 || st->n_seqs > s->max_seqs)
         return hy_err_set(err, HY_E_RANGE, "%d sequences in one step; the scratch takes 1..%d",
                           st->n_seqs, s->max_seqs), -1;
@@ -143,7 +143,11 @@ static int pack(const struct step *st, const struct hy_batch_seq *seqs, struct h
                 return hy_err_set(err, HY_E_RANGE, "token id %d out of the vocabulary (0..%lld)",
                                   q->ids[t], (long long)cf->vocab_size - 1), -1;
         T += q->n_tokens;
+        n_want += q->n_logits;
     }
+    if (n_want > s->max_logits)
+        return hy_err_set(err, HY_E_RANGE, "%d logit rows in one step; the scratch holds %d",
+                          n_want, s->max_logits), -1;
     T = 0;
     for (int i = 0; i < st->n_seqs; i++) {
         const struct hy_batch_seq *q = &seqs[i];
@@ -265,7 +269,7 @@ hy_status hy_model_forward_batch_topk(const struct hy_model *m, struct hy_kvstor
 void hy_model_logits_row(const struct hy_model *m, const struct hy_scratch *s, int row,
                          float *dst)
 {
-    HY_ASSERT(row >= 0 && row < s->max_tokens);
+    HY_ASSERT(row >= 0 && row < s->max_logits);
     const size_t V = (size_t)m->cfg.vocab_size;
     m->be->i->download(m->be, dst, s->logits + (size_t)row * V, V * sizeof(float));
 }

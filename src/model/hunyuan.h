@@ -82,10 +82,10 @@ struct hy_batch_seq {
     int n_logits;          /* logits wanted for the last n_logits new tokens (0..n_tokens) */
 };
 
-/* Activation scratch for steps of up to max_tokens tokens over up to max_seqs sequences,
- * allocated once; hy_model_forward_batch never allocates. */
+/* Activation scratch for steps of up to max_tokens tokens over up to max_seqs sequences
+ * and max_logits rows of logits, allocated once; hy_model_forward_batch never allocates. */
 struct hy_scratch {
-    int max_tokens, max_seqs;
+    int max_tokens, max_seqs, max_logits;
     float *x;      /* [T, hidden] residual stream */
     float *h;      /* [T, hidden] normed input / block outputs */
     float *q;      /* [T, n_head*hd] */
@@ -93,7 +93,7 @@ struct hy_scratch {
     float *att;    /* [T, n_head*hd] */
     float *gate;   /* [T, ffn] */
     float *up;     /* [T, ffn] */
-    float *logits; /* [T, vocab] */
+    float *logits; /* [max_logits, vocab] */
     int32_t *ids, *pos, *slots, *rows; /* host [T]: packed ids, positions, pool rows, logit rows */
     struct hy_attn_seq *aseqs;          /* host [max_seqs] */
     /* Sampling candidates (backends with the topk op; else cand is NULL, topk_k 0). */
@@ -151,8 +151,11 @@ void hy_model_destroy(struct hy_model *m); /* accepts NULL */
 hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, int n_blocks,
                            int block_size, struct hy_err *err);
 void hy_kvstore_destroy(struct hy_kvstore *kv); /* accepts NULL */
+/* max_logits: the most logit rows one step may want (1..max_tokens): an engine wants one a
+ * sequence, a whole-prompt scorer one a token. The logits buffer is max_logits x vocab
+ * floats (0.5 MiB a row for the 7B vocabulary). */
 hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, int max_tokens,
-                            int max_seqs, struct hy_err *err);
+                            int max_seqs, int max_logits, struct hy_err *err);
 void hy_scratch_destroy(struct hy_scratch *s, const struct hy_model *m); /* accepts NULL */
 
 /* Runs one batched step: every sequence's new tokens go through the model together; their

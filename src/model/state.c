@@ -70,18 +70,20 @@ void hy_kvstore_destroy(struct hy_kvstore *kv)
 }
 
 hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, int max_tokens,
-                            int max_seqs, struct hy_err *err)
+                            int max_seqs, int max_logits, struct hy_err *err)
 {
     *out = NULL;
     const struct hy_config *cf = &m->cfg;
-    if (max_tokens < 1 || max_seqs < 1 || max_seqs > max_tokens)
-        return hy_err_set(err, HY_E_RANGE, "scratch for %d tokens over %d sequences is invalid",
-                          max_tokens, max_seqs);
+    if (max_tokens < 1 || max_seqs < 1 || max_seqs > max_tokens || max_logits < 1 ||
+        max_logits > max_tokens)
+        return hy_err_set(err, HY_E_RANGE, "scratch for %d tokens over %d sequences with %d "
+                          "logit rows is invalid", max_tokens, max_seqs, max_logits);
     struct hy_scratch *s = calloc(1, sizeof *s);
     if (!s)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     s->max_tokens = max_tokens;
     s->max_seqs = max_seqs;
+    s->max_logits = max_logits;
     const size_t T = (size_t)max_tokens;
     const size_t qd = (size_t)(cf->num_attention_heads * cf->head_dim);
     const size_t kvd = (size_t)(cf->num_key_value_heads * cf->head_dim);
@@ -94,7 +96,7 @@ hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, i
     s->att = balloc(m->be, T * qd, &ok);
     s->gate = balloc(m->be, T * (size_t)cf->intermediate_size, &ok);
     s->up = balloc(m->be, T * (size_t)cf->intermediate_size, &ok);
-    s->logits = balloc(m->be, T * (size_t)cf->vocab_size, &ok);
+    s->logits = balloc(m->be, (size_t)max_logits * (size_t)cf->vocab_size, &ok);
     s->ids = calloc(T, sizeof *s->ids);
     s->pos = calloc(T, sizeof *s->pos);
     s->slots = calloc(T, sizeof *s->slots);
@@ -156,7 +158,7 @@ hy_status hy_ctx_create(struct hy_ctx **out, const struct hy_model *m, int n_ctx
     int nb = (n_ctx + CTX_BLOCK - 1) / CTX_BLOCK;
     hy_status s = hy_kvstore_create(&c->kv, m, nb, CTX_BLOCK, err);
     if (!s)
-        s = hy_scratch_create(&c->s, m, max_tokens, 1, err);
+        s = hy_scratch_create(&c->s, m, max_tokens, 1, max_tokens, err);
     if (!s && !(c->blocks = calloc((size_t)nb, sizeof *c->blocks)))
         s = hy_err_set(err, HY_E_NOMEM, "out of memory");
     if (s) {

@@ -116,7 +116,7 @@ static void check_batch(const char *name, struct hy_backend *gpu)
     if (!m)
         return;
     CHECK(hy_kvstore_create(&kv, m, 12, 4, &err) == HY_OK);
-    CHECK(hy_scratch_create(&s, m, 24, 3, &err) == HY_OK);
+    CHECK(hy_scratch_create(&s, m, 24, 3, 24, &err) == HY_OK);
     const int64_t V = m->cfg.vocab_size;
     const int len[3] = {9, 3, 6};
     int32_t tables[3][4] = {{0, 3, 6, 9}, {1, 4, 7, 10}, {2, 5, 8, 11}};

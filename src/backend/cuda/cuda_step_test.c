@@ -119,7 +119,7 @@ static void test_recorded(const char *name, struct hy_backend *be)
     struct hy_scratch *s[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++) {
         CHECK(hy_kvstore_create(&kv[i], m, 16, 4, &err) == HY_OK);
-        CHECK(hy_scratch_create(&s[i], m, 32, 4, &err) == HY_OK);
+        CHECK(hy_scratch_create(&s[i], m, 32, 4, 4, &err) == HY_OK);
     }
     if (!kv[0] || !kv[1] || !s[0] || !s[1])
         goto out;
