@@ -310,9 +310,17 @@ n200=$(cat "$TMP"/over.* | grep -c '^200 ')
 n429=$(cat "$TMP"/over.* | grep -c '^429 ')
 [ $((n200 + n429)) = 640 ] || fail "overload: $n200 x 200 + $n429 x 429 of 640: $(cut -d' ' -f1 "$TMP"/over.* | sort | uniq -c | tr '\n' ' ')"
 [ "$n429" -ge 1 ] && [ "$n200" -ge 16 ] || fail "overload: $n200 x 200, $n429 x 429"
-slow429=$(cat "$TMP"/over.* | awk '$1 == 429 && $2 > 1.0' | wc -l)
-[ "$slow429" = 0 ] || fail "overload: $slow429 of the 429 answers took over 1 s"
-echo "overload: 640 at once: $n200 x 200, $n429 x 429 (every 429 within 1 s)"
+# The server answers every 429 within 1 s (its own log line: handler time in ms). The
+# clients' time_total also counts 640 curl transfers scheduled on the same few cores (and,
+# in CI, browser tests running beside this one), so it gets a looser bound.
+srv429=$(grep -c ' 429 [0-9.]* ms' "$TMP/D.log")
+slow429=$(awk '$6 == 429 && $7 + 0 > 1000' "$TMP/D.log" | wc -l)
+[ "$srv429" = "$n429" ] && [ "$slow429" = 0 ] ||
+    fail "overload: $slow429 of $srv429 logged 429 answers took over 1 s in the server"
+slowc=$(cat "$TMP"/over.* | awk '$1 == 429 && $2 > 5.0' | wc -l)
+[ "$slowc" = 0 ] || fail "overload: $slowc of the 429 answers reached the client after 5 s"
+echo "overload: 640 at once: $n200 x 200, $n429 x 429 (every 429 within 1 s in the server," \
+    "$(cat "$TMP"/over.* | awk '$1 == 429 && $2 > 1.0' | wc -l) over 1 s at the client)"
 kill -TERM "$PID"
 wait "$PID"
 pids=""
