@@ -22,6 +22,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "formats/safetensors.h"
+#include "model/hunyuan.h"
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
@@ -125,19 +126,11 @@ static hy_status add_plan(struct conv *c, const char *gguf, const char *hf, cons
 
 static hy_status make_plan(struct conv *c, struct hy_err *err)
 {
-    static const struct {
-        const char *gguf, *hf;
-    } layer[] = {
-        {"attn_norm", "input_layernorm"},         {"attn_q", "self_attn.q_proj"},
-        {"attn_k", "self_attn.k_proj"},           {"attn_v", "self_attn.v_proj"},
-        {"attn_output", "self_attn.o_proj"},      {"attn_q_norm", "self_attn.query_layernorm"},
-        {"attn_k_norm", "self_attn.key_layernorm"}, {"ffn_norm", "post_attention_layernorm"},
-        {"ffn_gate", "mlp.gate_proj"},            {"ffn_up", "mlp.up_proj"},
-        {"ffn_down", "mlp.down_proj"},
-    };
+    struct hy_layer_tensor layer[HY_LAYER_TENSORS]; /* names only */
+    hy_layer_tensors(&c->cfg, NULL, layer);
     int nl = (int)c->cfg.num_hidden_layers;
     bool tied = c->cfg.tie_word_embeddings;
-    c->plan = calloc((size_t)nl * 11 + 3, sizeof *c->plan);
+    c->plan = calloc((size_t)nl * HY_LAYER_TENSORS + 3, sizeof *c->plan);
     if (!c->plan)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     hy_status s = add_plan(c, "token_embd.weight", "model.embed_tokens.weight", "token_embd", -1,
@@ -154,7 +147,7 @@ static hy_status make_plan(struct conv *c, struct hy_err *err)
                     "embed_tokens; it is dropped, as llama.cpp does", c->model);
     }
     for (int i = 0; i < nl && !s; i++)
-        for (size_t k = 0; k < sizeof layer / sizeof layer[0] && !s; k++) {
+        for (int k = 0; k < HY_LAYER_TENSORS && !s; k++) {
             char g[HY_GGUF_MAX_NAME], h[HY_ST_MAX_NAME];
             snprintf(g, sizeof g, "blk.%d.%s.weight", i, layer[k].gguf);
             snprintf(h, sizeof h, "model.layers.%d.%s.weight", i, layer[k].hf);

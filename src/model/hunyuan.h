@@ -35,6 +35,20 @@ struct hy_layer_weights {
     struct hy_weight w_down;    /* [hidden, ffn] */
 };
 
+/* The tensors of a decoder layer, in binding order: their names in a transformers
+ * checkpoint ("model.layers.N.<hf>.weight") and in a GGUF file ("blk.N.<gguf>.weight",
+ * model doc 3.4), their shape from the config (rows 0: a vector of cols elements), and
+ * their slot in the layer given (w; NULL when none is). One table for the loaders of both
+ * formats and for `hymt convert`. */
+#define HY_LAYER_TENSORS 11
+struct hy_layer_tensor {
+    const char *hf, *gguf;
+    int64_t rows, cols;
+    struct hy_weight *w;
+};
+void hy_layer_tensors(const struct hy_config *c, struct hy_layer_weights *l,
+                      struct hy_layer_tensor out[HY_LAYER_TENSORS]);
+
 struct hy_model {
     struct hy_config cfg;
     struct hy_backend *be;           /* borrowed; outlives the model */

@@ -44,32 +44,36 @@ static hy_status bind(struct hy_weight *w, const struct hy_st *st, const char *n
     return HY_OK;
 }
 
+void hy_layer_tensors(const struct hy_config *c, struct hy_layer_weights *l,
+                      struct hy_layer_tensor out[HY_LAYER_TENSORS])
+{
+    const int64_t d = c->hidden_size, hd = c->head_dim, f = c->intermediate_size;
+    const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
+    const struct hy_layer_tensor t[HY_LAYER_TENSORS] = {
+        {"input_layernorm", "attn_norm", 0, d, l ? &l->attn_norm : NULL},
+        {"self_attn.q_proj", "attn_q", qd, d, l ? &l->wq : NULL},
+        {"self_attn.k_proj", "attn_k", kvd, d, l ? &l->wk : NULL},
+        {"self_attn.v_proj", "attn_v", kvd, d, l ? &l->wv : NULL},
+        {"self_attn.query_layernorm", "attn_q_norm", 0, hd, l ? &l->q_norm : NULL},
+        {"self_attn.key_layernorm", "attn_k_norm", 0, hd, l ? &l->k_norm : NULL},
+        {"self_attn.o_proj", "attn_output", d, qd, l ? &l->wo : NULL},
+        {"post_attention_layernorm", "ffn_norm", 0, d, l ? &l->ffn_norm : NULL},
+        {"mlp.gate_proj", "ffn_gate", f, d, l ? &l->w_gate : NULL},
+        {"mlp.up_proj", "ffn_up", f, d, l ? &l->w_up : NULL},
+        {"mlp.down_proj", "ffn_down", d, f, l ? &l->w_down : NULL},
+    };
+    memcpy(out, t, sizeof t);
+}
+
 static hy_status bind_layer(struct hy_layer_weights *l, const struct hy_st *st,
                             const struct hy_config *c, int i, struct hy_err *err)
 {
     char name[HY_ST_MAX_NAME];
-    const int64_t d = c->hidden_size, hd = c->head_dim, f = c->intermediate_size;
-    const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
-    struct {
-        struct hy_weight *w;
-        const char *suffix;
-        int64_t rows, cols;
-    } items[] = {
-        {&l->attn_norm, "input_layernorm.weight", 0, d},
-        {&l->wq, "self_attn.q_proj.weight", qd, d},
-        {&l->wk, "self_attn.k_proj.weight", kvd, d},
-        {&l->wv, "self_attn.v_proj.weight", kvd, d},
-        {&l->q_norm, "self_attn.query_layernorm.weight", 0, hd},
-        {&l->k_norm, "self_attn.key_layernorm.weight", 0, hd},
-        {&l->wo, "self_attn.o_proj.weight", d, qd},
-        {&l->ffn_norm, "post_attention_layernorm.weight", 0, d},
-        {&l->w_gate, "mlp.gate_proj.weight", f, d},
-        {&l->w_up, "mlp.up_proj.weight", f, d},
-        {&l->w_down, "mlp.down_proj.weight", d, f},
-    };
-    for (size_t k = 0; k < sizeof items / sizeof items[0]; k++) {
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, items[k].suffix);
-        hy_status s = bind(items[k].w, st, name, items[k].rows, items[k].cols, err);
+    struct hy_layer_tensor t[HY_LAYER_TENSORS];
+    hy_layer_tensors(c, l, t);
+    for (int k = 0; k < HY_LAYER_TENSORS; k++) {
+        snprintf(name, sizeof name, "model.layers.%d.%s.weight", i, t[k].hf);
+        hy_status s = bind(t[k].w, st, name, t[k].rows, t[k].cols, err);
         if (s)
             return s;
     }

@@ -215,23 +215,11 @@ static hy_status bind_layer(struct hy_layer_weights *l, const struct hy_gguf *g,
                             const struct hy_config *c, int i, struct hy_err *err)
 {
     char name[HY_GGUF_MAX_NAME];
-    const int64_t d = c->hidden_size, hd = c->head_dim, f = c->intermediate_size;
-    const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
-    struct {
-        struct hy_weight *w;
-        const char *suffix;
-        int64_t rows, cols;
-    } items[] = {
-        {&l->attn_norm, "attn_norm", 0, d}, {&l->wq, "attn_q", qd, d},
-        {&l->wk, "attn_k", kvd, d},         {&l->wv, "attn_v", kvd, d},
-        {&l->q_norm, "attn_q_norm", 0, hd}, {&l->k_norm, "attn_k_norm", 0, hd},
-        {&l->wo, "attn_output", d, qd},     {&l->ffn_norm, "ffn_norm", 0, d},
-        {&l->w_gate, "ffn_gate", f, d},     {&l->w_up, "ffn_up", f, d},
-        {&l->w_down, "ffn_down", d, f},
-    };
-    for (size_t k = 0; k < sizeof items / sizeof items[0]; k++) {
-        snprintf(name, sizeof name, "blk.%d.%s.weight", i, items[k].suffix);
-        hy_status s = bind(items[k].w, g, name, items[k].rows, items[k].cols, err);
+    struct hy_layer_tensor t[HY_LAYER_TENSORS];
+    hy_layer_tensors(c, l, t);
+    for (int k = 0; k < HY_LAYER_TENSORS; k++) {
+        snprintf(name, sizeof name, "blk.%d.%s.weight", i, t[k].gguf);
+        hy_status s = bind(t[k].w, g, name, t[k].rows, t[k].cols, err);
         if (s)
             return s;
     }
