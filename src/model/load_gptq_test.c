@@ -31,6 +31,7 @@
 #include "model/hunyuan.h"
 #include "model/load_quant.h"
 #include "test.h"
+#include "logits_util.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -42,7 +43,6 @@
 #define MAXT 160
 #define N_PROMPT 9
 #define N_STEPS 24
-#define NPOS (N_PROMPT + N_STEPS - 1)
 
 static const int32_t ids[N_PROMPT] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
 static const char *const projs[7] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
@@ -353,78 +353,14 @@ static void check_weights(const struct hy_model *m, struct ckpt *want, const cha
     CHECKF(bad == 0, "%s: %d projections differ", what, bad);
 }
 
-static double cosine(const float *a, const float *b, int64_t n)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (int64_t i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
-}
-
-static int64_t argmax(const float *x, int64_t n)
-{
-    int64_t b = 0;
-    for (int64_t i = 1; i < n; i++)
-        b = x[i] > x[b] ? i : b;
-    return b;
-}
-
-static void run(const struct hy_model *m, float *out, const int32_t *feed, int32_t *greedy)
-{
-    struct hy_ctx *c = NULL;
-    struct hy_err e = {{0}};
-    const int64_t V = m->cfg.vocab_size;
-    CHECKF(hy_ctx_create(&c, m, N_PROMPT + N_STEPS + 1, N_PROMPT, &e) == HY_OK, "%s", e.msg);
-    if (!c)
-        return;
-    CHECK(hy_model_forward(c, ids, N_PROMPT, true, out, &e) == HY_OK);
-    for (int s = 1; s < N_STEPS; s++) {
-        const float *last = out + (N_PROMPT - 1 + s - 1) * V;
-        int32_t id = feed ? feed[s - 1] : (int32_t)argmax(last, V);
-        greedy[s - 1] = id;
-        CHECK(hy_model_forward(c, &id, 1, false, out + (N_PROMPT - 1 + s) * V, &e) == HY_OK);
-    }
-    hy_ctx_destroy(c);
-}
-
-/* a and b identical (exact), or close: mean cosine >= min_mean and every position >= min_pos
- * (b follows a's greedy tokens, so every position has the same context). */
+/* a and b identical (exact) or close by cosine (logits_util.h), over the prompt and
+ * N_STEPS greedy steps of a. */
 static void compare(const struct hy_model *a, const struct hy_model *b, bool exact,
                     double min_mean, double min_pos, const char *what)
 {
-    if (!a || !b)
-        return;
-    const int64_t V = a->cfg.vocab_size;
-    float *la = malloc((size_t)(NPOS * V) * 4), *lb = malloc((size_t)(NPOS * V) * 4);
-    int32_t ga[N_STEPS], gb[N_STEPS];
-    HY_ASSERT(la && lb);
-    run(a, la, NULL, ga);
-    run(b, lb, ga, gb);
-    if (exact) {
-        CHECKF(!memcmp(la, lb, (size_t)(NPOS * V) * 4), "%s: logits differ", what);
-    } else {
-        double mc = 1, sum = 0;
-        int agree = 0;
-        for (int p = 0; p < NPOS; p++) {
-            double c = cosine(la + p * V, lb + p * V, V);
-            mc = c < mc ? c : mc;
-            sum += c;
-            agree += argmax(la + p * V, V) == argmax(lb + p * V, V);
-            CHECKF(c >= min_pos, "%s: position %d cosine %.5f < %.3f", what, p, c, min_pos);
-        }
-        CHECKF(sum / NPOS >= min_mean, "%s: mean cosine %.5f < %.3f", what, sum / NPOS, min_mean);
-        printf("%s: mean cosine %.5f, min %.5f over %d positions, top-1 agreement %d/%d\n", what,
-               sum / NPOS, mc, NPOS, agree, NPOS);
-    }
-    free(la);
-    free(lb);
+    tu_compare(a, b, ids, N_PROMPT, N_STEPS, exact, min_mean, min_pos, what);
 }
 
-/* One scheme end to end: weights exact, logits identical to the dequantized bf16 checkpoint,
- * close to the original. */
 static void test_scheme(const struct ckpt *src, struct scheme sc, const char *tag,
                         double min_mean, double min_pos)
 {

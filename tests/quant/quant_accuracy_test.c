@@ -25,6 +25,7 @@
 #include "backend/cpu/cpu.h"
 #include "model/hunyuan.h"
 #include "test.h"
+#include "logits_util.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -36,26 +37,6 @@
 #define N_STEPS 120
 
 static const int32_t ids[N_PROMPT] = {305, 3, 77, 250, 12, 319, 8, 8, 130}; /* < every vocab */
-
-static int64_t argmax(const float *x, int64_t n)
-{
-    int64_t b = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return b;
-}
-
-static double cosine(const float *a, const float *b, int64_t n)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (int64_t i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
-}
 
 struct run {
     struct hy_model *m;
@@ -141,8 +122,8 @@ static void check_model(struct hy_backend *be, const char *name, const struct qt
     int agree = 0, n = 0, own_agree = 1, ties = 0, flips = 0;
     for (int p = 0; p < N_PROMPT + N_STEPS; p++) {
         const float *la = p < N_PROMPT ? a + p * V : a, *lb = p < N_PROMPT ? b + p * V : b;
-        double cs = cosine(la, lb, V);
-        int64_t ta = argmax(la, V), tb = argmax(lb, V);
+        double cs = tu_cosine(la, lb, V);
+        int64_t ta = tu_argmax(la, V), tb = tu_argmax(lb, V);
         min_cos = cs < min_cos ? cs : min_cos;
         sum_cos += cs;
         agree += ta == tb;
