@@ -334,13 +334,25 @@ static hy_status pool_blocks(const struct hy_model *m, const struct hy_engine_pa
     return HY_OK;
 }
 
+/* A recorded step stages every sequence's block table at a fixed stride (the longest
+ * sequence's): past this many entries in all, steps are not recorded (the CUDA backend's
+ * staging ring holds 1 Mi entries, HY_CUDA_STAGE_INTS). */
+#define RECORD_MAX_TABLE (1 << 19)
+
 /* Runs one decode step of every padded batch size on the padding block, so that each is
  * recorded (CUDA graphs) before the first request and its memory is taken now. */
 static void record_steps(struct hy_engine *e)
 {
     static const int32_t zero = 0;
     struct hy_err err = {{0}};
-    e->scr->graph_max_blocks = (e->p.max_seq_tokens + e->p.block_size - 1) / e->p.block_size;
+    const int64_t blocks = (e->p.max_seq_tokens + e->p.block_size - 1) / e->p.block_size;
+    if (blocks * e->p.max_running > RECORD_MAX_TABLE) { /* the step's staged block tables */
+        HY_LOGI("engine: decode steps not recorded (%d sequences x %lld blocks each is more "
+                "than the %d table entries a recorded step stages)", e->p.max_running,
+                (long long)blocks, RECORD_MAX_TABLE);
+        return;
+    }
+    e->scr->graph_max_blocks = (int)blocks;
     for (int n = 1;; n = n * 2 > e->p.max_running ? e->p.max_running : n * 2) {
         for (int i = 0; i < n; i++)
             e->bseqs[i] = (struct hy_batch_seq){&zero, 1, 0, e->kv->pad_table, 1};
