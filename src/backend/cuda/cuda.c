@@ -1,67 +1,12 @@
 /* cuda.c: the CUDA backend object (cuda.h has the contract): device selection, the stream,
- * the cuBLAS handle and its workspace, memory, weight upload, the pinned staging ring for
- * the host index arrays the ops take, and the op table, which stages indices and calls the
- * launchers of the .cu files. */
-#include "backend/cuda/cuda.h"
-#include "backend/cuda/cuda_impl.h"
+ * the cuBLAS handle and its workspace, memory, weight upload, and the op table, which
+ * stages index arrays (stage.c) and calls the launchers of the .cu files. */
+#include "backend/cuda/cuda_ctx.h"
 #include "backend/cuda/qmatmul.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CUBLAS_WORKSPACE ((size_t)32 << 20) /* cuBLAS' recommendation for Hopper */
-#define UPLOAD_CHUNK ((size_t)8 << 20)      /* elements converted on the host per copy */
-#define STAGE_REUSE 8                        /* ring slots remembered for reuse */
-#define ATT_PART_FLOATS ((size_t)8 << 20)   /* attention split-K shares (32 MiB) */
-#define MATMUL_CBUF_FLOATS ((size_t)16 << 20) /* padded matmul outputs (64 MiB) */
-#define MAX_PADDED 8
-#define MAX_GRAPHS 64                        /* recorded steps kept (by owner and key) */
-
-/* Inside a step (step_begin .. step_end): recording a CUDA graph, or replaying one. */
-enum step_mode { STEP_NONE, STEP_RECORD, STEP_REPLAY };
-
-struct cuda_ctx {
-    int device, n_sm;
-    char name[256];
-    cudaStream_t stream;
-    cublasHandle_t blas;
-    void *blas_ws;      /* device [CUBLAS_WORKSPACE] bytes, so cuBLAS never allocates */
-    int32_t *stage_h;   /* pinned ring [stage_cap] */
-    int32_t *stage_d;   /* device mirror [stage_cap]: slot i is copied from stage_h[i] */
-    size_t stage_cap, stage_head;
-    /* Slots of the ring already sent this lap, for stage_find: a host array staged again
-     * with the same contents (a step's positions / pool slots / block tables, which every
-     * layer passes) reuses the device copy instead of another copy. A slot's host bytes stay
-     * as they were sent until the ring wraps, which empties this list. */
-    struct { size_t at, n; const void *src; } sent[STAGE_REUSE];
-    int n_sent, sent_next;
-    /* Recorded steps. Inside a step the ring starts at 0 and a host array is reused by its
-     * address (src) instead of its contents, so that the ring offsets, and so the copies a
-     * graph holds, depend on the op sequence alone. */
-    enum step_mode mode;
-    int step_max_blocks;
-    struct { const void *owner; int key; cudaGraphExec_t exec; } graphs[MAX_GRAPHS];
-    int n_graphs, graph_at;
-    uint16_t *xbf;      /* device [xbf_cap] bf16 matmul input */
-    float *att_part;    /* device [att_part_floats]: attention's split-K shares */
-    float *cbuf;        /* device [cbuf_cap]: matmul outputs with an aligned leading dim */
-    size_t cbuf_cap;
-    const void *padded[MAX_PADDED]; /* uploaded matrices with zero rows up to a multiple of 8 */
-    int n_padded;
-    /* xbf holds x rounded to bf16 for (xbf_x, xbf_T, xbf_cols) while xbf_x is set: matmuls
-     * in a row with the same input (q/k/v, gate/up) convert it once. Every other op, and a
-     * matmul writing where x lies, forgets it. */
-    const float *xbf_x;
-    int xbf_T;
-    int64_t xbf_cols;
-    size_t att_part_floats;
-    size_t xbf_cap;
-    /* qmatmul: bf16 scratch for dequantized row chunks of quantized weights (prefill-sized
-     * matmuls), allocated by the first quantized weight_upload */
-    uint16_t *wbf;
-    size_t wbf_cap;
-};
 
 void hy_cuda_fail(const char *file, int line, const char *expr, const char *what)
 {
@@ -71,9 +16,7 @@ void hy_cuda_fail(const char *file, int line, const char *expr, const char *what
 
 static struct cuda_ctx *ctx_of(struct hy_backend *be)
 {
-    struct cuda_ctx *c = be->ctx;
-    HY_CUDA_CHECK(cudaSetDevice(c->device)); /* the runtime's device is per host thread */
-    return c;
+    return hy_cuda_ctx(be);
 }
 
 /* ctx_of for every op but matmul: the op may write where a matmul input lay. */
@@ -84,78 +27,6 @@ static struct cuda_ctx *ctx_op(struct hy_backend *be)
     return c;
 }
 
-/* Room for n int32 in the ring; returns the host slot to fill, *dev its device twin. When
- * the ring is full, waits for the stream: every earlier copy and kernel that reads the
- * ring is then done, so the whole ring is free again. */
-static int32_t *stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev)
-{
-    HY_ASSERT(n <= c->stage_cap);
-    if (c->stage_head + n > c->stage_cap) {
-        HY_ASSERT(c->mode == STEP_NONE); /* a recorded step must fit the ring */
-        HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-        c->stage_head = 0;
-        c->n_sent = c->sent_next = 0; /* the slots will be overwritten */
-    }
-    size_t at = c->stage_head;
-    c->stage_head += (n + 31) & ~(size_t)31; /* keep slots 128-byte aligned */
-    if (c->stage_head > c->stage_cap)
-        c->stage_head = c->stage_cap;
-    *dev = c->stage_d + at;
-    return c->stage_h + at;
-}
-
-/* Enqueues the copy of a filled slot to the device (a replayed step's graph holds it
- * already), and remembers the slot, filled from src, for reuse. */
-static void stage_send(struct cuda_ctx *c, const int32_t *host, size_t n, const void *src)
-{
-    size_t at = (size_t)(host - c->stage_h);
-    if (!n)
-        return;
-    if (c->mode != STEP_REPLAY)
-        HY_CUDA_CHECK(cudaMemcpyAsync(c->stage_d + at, host, n * sizeof(int32_t),
-                                      cudaMemcpyHostToDevice, c->stream));
-    c->sent[c->sent_next].at = at;
-    c->sent[c->sent_next].n = n;
-    c->sent[c->sent_next].src = src;
-    c->sent_next = (c->sent_next + 1) % STAGE_REUSE;
-    if (c->n_sent < STAGE_REUSE)
-        c->n_sent++;
-}
-
-/* A slot sent this lap holding exactly a[0..n-1], as its device copy, or NULL. The device
- * copy is only ever read by kernels, and it was enqueued before anything enqueued now. */
-static const int32_t *stage_find(const struct cuda_ctx *c, const int32_t *a, size_t n)
-{
-    for (int i = 0; i < c->n_sent; i++) {
-        const int32_t *h = c->stage_h + c->sent[i].at;
-        if (c->mode != STEP_NONE) { /* inside a step, the same host array is the same */
-            if (c->sent[i].src == a && c->sent[i].n == n)
-                return c->stage_d + c->sent[i].at;
-            continue;
-        }
-        if (c->sent[i].n == n && h != a && memcmp(h, a, n * sizeof *a) == 0)
-            return c->stage_d + c->sent[i].at;
-    }
-    return NULL;
-}
-
-/* Stages a host array; returns its device copy (valid for ops enqueued from now on). */
-static const int32_t *stage(struct cuda_ctx *c, const int32_t *a, size_t n)
-{
-    const int32_t *dev = n ? stage_find(c, a, n) : NULL;
-    if (dev)
-        return dev;
-    int32_t *h = stage_reserve(c, n, &dev);
-    memcpy(h, a, n * sizeof *a);
-    stage_send(c, h, n, a);
-    return dev;
-}
-
-/* Whether ops only take in their index arrays: a replayed step launches at step_end. */
-static bool replaying(const struct cuda_ctx *c)
-{
-    return c->mode == STEP_REPLAY;
-}
 
 static void *cuda_alloc(struct hy_backend *be, size_t bytes)
 {
@@ -312,8 +183,8 @@ static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight
               T >= 0);
     for (int t = 0; t < T; t++)
         HY_ASSERT(ids[t] >= 0 && ids[t] < table->rows);
-    const int32_t *d_ids = stage(c, ids, (size_t)T);
-    if (replaying(c))
+    const int32_t *d_ids = hy_cuda_stage(c, ids, (size_t)T);
+    if (hy_cuda_replaying(c))
         return;
     if (qt >= 0)
         hy_cuda_embed_q(c->stream, out, table->data, qt, table->rows, table->cols, d_ids, T);
@@ -328,7 +199,7 @@ static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
-    if (replaying(c))
+    if (hy_cuda_replaying(c))
         return;
     hy_cuda_rmsnorm(c->stream, out, x, w->data, rows, d, eps);
 }
@@ -338,7 +209,7 @@ static void cuda_add_rmsnorm(struct hy_backend *be, float *out, float *x, const 
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
-    if (!replaying(c))
+    if (!hy_cuda_replaying(c))
         hy_cuda_add_rmsnorm(c->stream, out, x, y, w->data, rows, d, eps);
 }
 
@@ -351,7 +222,7 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32 || qt >= 0);
     if (T <= 0)
         return;
-    if (replaying(c)) { /* the recording made the same choices */
+    if (hy_cuda_replaying(c)) { /* the recording made the same choices */
         c->xbf_x = NULL;
         return;
     }
@@ -383,8 +254,8 @@ static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(hd % 2 == 0 && T >= 0);
-    const int32_t *d_pos = stage(c, pos, (size_t)T);
-    if (!replaying(c))
+    const int32_t *d_pos = hy_cuda_stage(c, pos, (size_t)T);
+    if (!hy_cuda_replaying(c))
         hy_cuda_rope(c->stream, x, d_pos, T, n_heads, hd, inv_freq);
 }
 
@@ -419,9 +290,10 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
     if (tiles == 0)
         return;
     const size_t need = 4 * tiles + nb;
-    const int32_t *dev = in_step ? stage_find(c, (const int32_t *)(const void *)seqs, need) : NULL;
+    const int32_t *dev =
+        in_step ? hy_cuda_stage_find(c, (const int32_t *)(const void *)seqs, need) : NULL;
     if (!dev) {
-        int32_t *h = stage_reserve(c, need, &dev);
+        int32_t *h = hy_cuda_stage_reserve(c, need, &dev);
         int32_t *bt = h + 4 * tiles, off = 0;
         size_t t = 0;
         for (int i = 0; i < n_seqs; i++) {
@@ -436,15 +308,15 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
             }
             off += in_step ? c->step_max_blocks : n;
         }
-        const int32_t *again = in_step ? NULL : stage_find(c, h, need);
+        const int32_t *again = in_step ? NULL : hy_cuda_stage_find(c, h, need);
         if (again) { /* every layer after the first */
             c->stage_head = (size_t)(h - c->stage_h); /* give the slot just reserved back */
             dev = again;
         } else {
-            stage_send(c, h, need, seqs);
+            hy_cuda_stage_send(c, h, need, seqs);
         }
     }
-    if (replaying(c))
+    if (hy_cuda_replaying(c))
         return;
     int smax = rows ? 1
                     : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
@@ -463,8 +335,9 @@ static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k
     HY_ASSERT(hd % 2 == 0 && hd / 2 <= 4 * 32 && T >= 0 && !qn == !kn);
     HY_ASSERT(!qn || (qn->dtype == HY_DTYPE_F32 && kn->dtype == HY_DTYPE_F32 &&
                       qn->rows * qn->cols == hd && kn->rows * kn->cols == hd));
-    const int32_t *d_pos = stage(c, pos, (size_t)T), *d_slots = stage(c, slots, (size_t)T);
-    if (!replaying(c))
+    const int32_t *d_pos = hy_cuda_stage(c, pos, (size_t)T);
+    const int32_t *d_slots = hy_cuda_stage(c, slots, (size_t)T);
+    if (!hy_cuda_replaying(c))
         hy_cuda_rope_norm_store(c->stream, q, k, v, d_pos, d_slots, T, n_head, n_kv, hd,
                                 inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
                                 k_pool, v_pool);
@@ -475,8 +348,8 @@ static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(T >= 0);
-    const int32_t *d_slots = stage(c, slots, (size_t)T);
-    if (!replaying(c))
+    const int32_t *d_slots = hy_cuda_stage(c, slots, (size_t)T);
+    if (!hy_cuda_replaying(c))
         hy_cuda_scatter_rows(c->stream, pool, rows, d_slots, T, cols);
 }
 
@@ -490,8 +363,8 @@ static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
         hi = idx[i] > hi ? idx[i] : hi;
     /* rows are copied in parallel: source and destination must not overlap */
     HY_ASSERT(n == 0 || dst + (int64_t)n * cols <= src || src + ((int64_t)hi + 1) * cols <= dst);
-    const int32_t *d_idx = stage(c, idx, (size_t)n);
-    if (!replaying(c))
+    const int32_t *d_idx = hy_cuda_stage(c, idx, (size_t)n);
+    if (!hy_cuda_replaying(c))
         hy_cuda_gather_rows(c->stream, dst, src, d_idx, n, cols);
 }
 
@@ -499,14 +372,14 @@ static void cuda_silu_mul(struct hy_backend *be, float *out, const float *gate, 
                           int64_t n)
 {
     struct cuda_ctx *c = ctx_op(be);
-    if (!replaying(c))
+    if (!hy_cuda_replaying(c))
         hy_cuda_silu_mul(c->stream, out, gate, up, n);
 }
 
 static void cuda_add(struct hy_backend *be, float *x, const float *y, int64_t n)
 {
     struct cuda_ctx *c = ctx_op(be);
-    if (!replaying(c))
+    if (!hy_cuda_replaying(c))
         hy_cuda_add(c->stream, x, y, n);
 }
 
@@ -515,7 +388,7 @@ static void cuda_topk(struct hy_backend *be, struct hy_cand *cand, const float *
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(rows >= 0 && k >= 1 && k <= hy_cuda_topk_max_k(vocab));
-    if (!replaying(c))
+    if (!hy_cuda_replaying(c))
         hy_cuda_topk(c->stream, (uint32_t *)cand, logits, rows, vocab, k, scratch);
 }
 
@@ -529,64 +402,6 @@ static size_t cuda_topk_scratch_bytes(int64_t vocab, int rows, int k)
     return hy_cuda_topk_scratch_bytes(vocab, rows, k);
 }
 
-/* Waits for the stream, rewinds the ring and either replays key's graph or records one
- * (thread-local capture: other threads may still query the device, e.g. /metrics). */
-static bool cuda_step_begin(struct hy_backend *be, const void *owner, int key, int max_blocks)
-{
-    struct cuda_ctx *c = ctx_of(be);
-    HY_ASSERT(c->mode == STEP_NONE && max_blocks > 0);
-    c->graph_at = -1;
-    for (int i = 0; i < c->n_graphs; i++)
-        if (c->graphs[i].owner == owner && c->graphs[i].key == key)
-            c->graph_at = i;
-    if (c->graph_at < 0 && c->n_graphs == MAX_GRAPHS)
-        return false;
-    HY_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* the ring is free from 0 */
-    c->stage_head = 0;
-    c->n_sent = c->sent_next = 0;
-    c->step_max_blocks = max_blocks;
-    if (c->graph_at >= 0) {
-        c->mode = STEP_REPLAY;
-        return true;
-    }
-    if (cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    c->mode = STEP_RECORD;
-    c->graphs[c->n_graphs].owner = owner;
-    c->graphs[c->n_graphs].key = key;
-    return true;
-}
-
-static void cuda_step_forget(struct hy_backend *be, const void *owner)
-{
-    struct cuda_ctx *c = ctx_of(be);
-    HY_ASSERT(c->mode == STEP_NONE);
-    int n = 0;
-    for (int i = 0; i < c->n_graphs; i++) {
-        if (c->graphs[i].owner == owner)
-            HY_CUDA_CHECK(cudaGraphExecDestroy(c->graphs[i].exec));
-        else
-            c->graphs[n++] = c->graphs[i];
-    }
-    c->n_graphs = n;
-}
-
-static void cuda_step_end(struct hy_backend *be)
-{
-    struct cuda_ctx *c = ctx_of(be);
-    HY_ASSERT(c->mode != STEP_NONE);
-    if (c->mode == STEP_RECORD) {
-        cudaGraph_t g = NULL;
-        HY_CUDA_CHECK(cudaStreamEndCapture(c->stream, &g));
-        HY_CUDA_CHECK(cudaGraphInstantiate(&c->graphs[c->n_graphs].exec, g, 0));
-        HY_CUDA_CHECK(cudaGraphDestroy(g));
-        c->graph_at = c->n_graphs++;
-    }
-    c->mode = STEP_NONE;
-    HY_CUDA_CHECK(cudaGraphLaunch(c->graphs[c->graph_at].exec, c->stream));
-}
 
 static void cuda_destroy(struct hy_backend *be)
 {
@@ -657,9 +472,9 @@ static const struct hy_backend_i cuda_iface = {
     .topk = cuda_topk,
     .max_topk = cuda_max_topk,
     .topk_scratch_bytes = cuda_topk_scratch_bytes,
-    .step_begin = cuda_step_begin,
-    .step_end = cuda_step_end,
-    .step_forget = cuda_step_forget,
+    .step_begin = hy_cuda_step_begin,
+    .step_end = hy_cuda_step_end,
+    .step_forget = hy_cuda_step_forget,
     .mem_info = cuda_mem_info,
 };
 
