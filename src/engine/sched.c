@@ -400,7 +400,6 @@ void hy_sched_step(struct hy_sched *s, double now, struct hy_sched_batch *out)
 {
     HY_ASSERT(!s->pending);
     s->n_items = s->n_batch_tokens = s->n_sample = s->n_done = 0;
-    s->steps++;
     drop_expired(s, &s->running, now);
     drop_expired(s, &s->waiting, now);
     bool preempted = plan_decodes(s);
@@ -415,6 +414,8 @@ void hy_sched_step(struct hy_sched *s, double now, struct hy_sched_batch *out)
         .n_sample = s->n_sample,
     };
     s->pending = s->n_items > 0;
+    s->steps += s->pending; /* a step is a forward pass: an empty plan (waiting on memory or a
+                             * deadline) is not one, or the metrics' mean batch would sink */
 }
 
 void hy_sched_commit(struct hy_sched *s, const struct hy_sched_result *results)

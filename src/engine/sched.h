@@ -99,7 +99,8 @@ struct hy_sched_done {
 
 struct hy_sched_stats {
     int n_waiting, n_running, n_slots_free;
-    int64_t steps, preemptions, submitted;
+    int64_t steps; /* planned batches with work in them (forward passes) */
+    int64_t preemptions, submitted;
     int64_t finished[HY_FINISH_COUNT];
     int64_t tokens_computed; /* positions run through the model (recomputation included) */
     int64_t tokens_generated;
