@@ -133,6 +133,14 @@ expect 2 "translate unknown language" -- "$HYMT" translate -m "$T" --to klingon 
 one_line "translate unknown language"
 contains "$TMP/err" "zh-Hant" "unknown language lists the valid codes"
 expect 2 "translate without --to" -- "$HYMT" translate -m "$T" "$TMP/doc.txt"
+expect 1 "translate --gpu-memory-fraction on the CPU" -- "$HYMT" translate -m "$T" --to en \
+    --device cpu --gpu-memory-fraction 0.5 "$TMP/doc.txt"
+contains "$TMP/err" "needs a GPU" "a GPU share without a GPU is refused"
+expect 2 "translate --gpu-memory-fraction out of range" -- "$HYMT" translate -m "$T" --to en \
+    --gpu-memory-fraction 1.5 "$TMP/doc.txt"
+expect 1 "translate --kv-memory and --gpu-memory-fraction" -- "$HYMT" translate -m "$T" \
+    --to en --device cpu --kv-memory 64M --gpu-memory-fraction 0.5 "$TMP/doc.txt"
+contains "$TMP/err" "not both" "both KV sizes are refused"
 printf 'bad \377 byte\n' >"$TMP/bad.txt"
 expect 1 "translate invalid UTF-8" -- "$HYMT" translate -m "$T" --to en "$TMP/bad.txt"
 contains "$TMP/err" "invalid UTF-8 at byte 4" "names the bad byte"
