@@ -32,6 +32,7 @@
 #include "model/load_quant.h"
 #include "test.h"
 #include "logits_util.h"
+#include "ckpt_util.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -40,7 +41,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAXT 160
 #define N_PROMPT 9
 #define N_STEPS 24
 
@@ -49,146 +49,23 @@ static const char *const projs[7] = {"self_attn.q_proj", "self_attn.k_proj", "se
                                      "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
                                      "mlp.down_proj"};
 
-/* A tensor to write: dtype as the file spells it. */
-struct tensor {
-    char name[HY_ST_MAX_NAME];
-    char dtype[8];
-    int nd;
-    int64_t shape[4];
-    unsigned char *data;
-    size_t nbytes;
-};
-
-struct ckpt {
-    struct tensor t[MAXT];
-    int n;
-};
-
 static char root[64], src_dir[4096];
 
-static struct tensor *find(struct ckpt *c, const char *name)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->t[i].name, name))
-            return &c->t[i];
-    return NULL;
-}
-
-static size_t esize(const char *dt)
-{
-    return !strcmp(dt, "F32") || !strcmp(dt, "I32") ? 4 : !strcmp(dt, "U8") ? 1 : 2;
-}
-
-static struct tensor *add(struct ckpt *c, const char *name, const char *dt, int nd,
-                          const int64_t *shape)
-{
-    HY_ASSERT(c->n < MAXT);
-    struct tensor *t = &c->t[c->n++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", name);
-    snprintf(t->dtype, sizeof t->dtype, "%s", dt);
-    t->nd = nd;
-    int64_t n = 1;
-    for (int d = 0; d < nd; d++)
-        n *= (t->shape[d] = shape[d]);
-    t->nbytes = (size_t)n * esize(dt);
-    t->data = calloc(t->nbytes ? t->nbytes : 1, 1);
-    HY_ASSERT(t->data);
-    return t;
-}
-
-static void drop(struct ckpt *c, const char *name)
-{
-    struct tensor *t = find(c, name);
-    HY_ASSERT(t);
-    free(t->data);
-    *t = c->t[--c->n];
-}
-
-static void ckpt_free(struct ckpt *c)
-{
-    for (int i = 0; i < c->n; i++)
-        free(c->t[i].data);
-    c->n = 0;
-}
-
-static void ckpt_copy(struct ckpt *dst, const struct ckpt *src)
-{
-    dst->n = 0;
-    for (int i = 0; i < src->n; i++) {
-        const struct tensor *s = &src->t[i];
-        memcpy(add(dst, s->name, s->dtype, s->nd, s->shape)->data, s->data, s->nbytes);
-    }
-}
-
-static void ckpt_read(struct ckpt *c, const char *dir)
-{
-    struct hy_st *st = NULL;
-    struct hy_err e = {{0}};
-    HY_ASSERT(hy_st_open(&st, dir, &e) == HY_OK);
-    c->n = 0;
-    for (size_t i = 0; i < hy_st_count(st); i++) {
-        const struct hy_st_tensor *s = hy_st_at(st, i);
-        HY_ASSERT(s->dtype == HY_DTYPE_BF16 || s->dtype == HY_DTYPE_F32);
-        struct tensor *t = add(c, s->name, hy_dtype_name(s->dtype), s->n_dims, s->shape);
-        memcpy(t->data, s->data, t->nbytes);
-    }
-    hy_st_close(st);
-}
-
-/* Writes dir/model.safetensors by hand and dir/config.json: the source config (or `{}` when
- * bare) plus quantization_config `qc` (JSON text or NULL). */
+/* dir with src_dir's config (or `{}` when bare) plus quantization_config qc. */
 static void ckpt_write(const struct ckpt *c, const char *dir, const char *qc, bool bare)
 {
-    char path[4200];
-    mkdir(dir, 0700);
-    snprintf(path, sizeof path, "%s/config.json", src_dir);
-    json_t *cfg = bare ? json_object() : json_load_file(path, 0, NULL);
-    HY_ASSERT(cfg);
-    if (qc)
-        json_object_set_new(cfg, "quantization_config", json_loads(qc, 0, NULL));
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    HY_ASSERT(json_dump_file(cfg, path, JSON_INDENT(1)) == 0);
-    json_decref(cfg);
-    json_t *h = json_object();
-    size_t off = 0;
-    for (int i = 0; i < c->n; i++) {
-        json_t *shape = json_array();
-        for (int d = 0; d < c->t[i].nd; d++)
-            json_array_append_new(shape, json_integer(c->t[i].shape[d]));
-        json_object_set_new(h, c->t[i].name,
-                            json_pack("{s:s, s:o, s:[I, I]}", "dtype", c->t[i].dtype, "shape",
-                                      shape, "data_offsets", (json_int_t)off,
-                                      (json_int_t)(off + c->t[i].nbytes)));
-        off += c->t[i].nbytes;
-    }
-    char *text = json_dumps(h, JSON_COMPACT);
-    json_decref(h);
-    HY_ASSERT(text);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    HY_ASSERT(f);
-    uint64_t n = strlen(text);
-    unsigned char len[8];
-    for (int i = 0; i < 8; i++)
-        len[i] = (unsigned char)(n >> (8 * i));
-    fwrite(len, 1, 8, f);
-    fwrite(text, 1, n, f);
-    for (int i = 0; i < c->n; i++)
-        fwrite(c->t[i].data, 1, c->t[i].nbytes, f);
-    HY_ASSERT(fclose(f) == 0);
-    free(text);
+    ck_write(c, dir, bare ? NULL : src_dir, qc, NULL);
 }
 
-static float bf16_at(const struct tensor *t, int64_t i)
+static float bf16_at(const struct ck_tensor *t, int64_t i)
 {
     uint16_t b;
     memcpy(&b, t->data + 2 * i, 2);
     return hy_bf16_to_f32(b);
 }
 
-static void put_u32(struct tensor *t, int64_t i, uint32_t v) { memcpy(t->data + 4 * i, &v, 4); }
-static uint32_t get_u32(const struct tensor *t, int64_t i)
+static void put_u32(struct ck_tensor *t, int64_t i, uint32_t v) { memcpy(t->data + 4 * i, &v, 4); }
+static uint32_t get_u32(const struct ck_tensor *t, int64_t i)
 {
     uint32_t v;
     memcpy(&v, t->data + 4 * i, 4);
@@ -209,7 +86,7 @@ static void gptq_one(struct ckpt *c, struct ckpt *deq, const char *base, struct 
 {
     char name[HY_ST_MAX_NAME + 16];
     snprintf(name, sizeof name, "%s.weight", base);
-    struct tensor *w = find(c, name), *d = find(deq, name);
+    struct ck_tensor *w = ck_find(c, name), *d = ck_find(deq, name);
     HY_ASSERT(w && d && !strcmp(w->dtype, "BF16") && w->nd == 2);
     const int64_t out = w->shape[0], in = w->shape[1];
     const int64_t gs = sc.group < 0 ? in : sc.group, G = in / gs;
@@ -262,9 +139,9 @@ static void gptq_one(struct ckpt *c, struct ckpt *deq, const char *base, struct 
                     memcpy(d->data + 2 * (o * in + i), &b, 2);
                 }
         }
-    drop(c, name);
+    ck_drop(c, name);
     snprintf(name, sizeof name, "%s.qweight", base);
-    struct tensor *qw = add(c, name, "I32", 2, (int64_t[]){in / 8, out});
+    struct ck_tensor *qw = ck_add(c, name, "I32", 2, (int64_t[]){in / 8, out});
     for (int64_t r = 0; r < in / 8; r++)
         for (int64_t o = 0; o < out; o++) {
             uint32_t v = 0;
@@ -273,7 +150,7 @@ static void gptq_one(struct ckpt *c, struct ckpt *deq, const char *base, struct 
             put_u32(qw, r * out + o, v);
         }
     snprintf(name, sizeof name, "%s.qzeros", base);
-    struct tensor *qz = add(c, name, "I32", 2, (int64_t[]){G, out / 8});
+    struct ck_tensor *qz = ck_add(c, name, "I32", 2, (int64_t[]){G, out / 8});
     for (int64_t g = 0; g < G; g++)
         for (int64_t o = 0; o < out; o++) {
             uint32_t z = (uint32_t)(zero[g * out + o] - (sc.v2 ? 0 : 1)) & 15u;
@@ -281,12 +158,12 @@ static void gptq_one(struct ckpt *c, struct ckpt *deq, const char *base, struct 
                                                    z << (4 * (o % 8)));
         }
     snprintf(name, sizeof name, "%s.scales", base);
-    struct tensor *st = add(c, name, sc.bf16_scales ? "BF16" : "F16", 2, (int64_t[]){G, out});
+    struct ck_tensor *st = ck_add(c, name, sc.bf16_scales ? "BF16" : "F16", 2, (int64_t[]){G, out});
     hy_dtype_from_f32(st->data, scale, sc.bf16_scales ? HY_DTYPE_BF16 : HY_DTYPE_F16,
                       (size_t)(G * out));
     if (sc.store_gidx || sc.desc_act) {
         snprintf(name, sizeof name, "%s.g_idx", base);
-        memcpy(add(c, name, "I32", 1, &in)->data, gidx, (size_t)in * 4);
+        memcpy(ck_add(c, name, "I32", 1, &in)->data, gidx, (size_t)in * 4);
     }
     free(perm);
     free(gidx);
@@ -297,8 +174,8 @@ static void gptq_one(struct ckpt *c, struct ckpt *deq, const char *base, struct 
 
 static void make_gptq(const struct ckpt *src, struct ckpt *out, struct ckpt *deq, struct scheme sc)
 {
-    ckpt_copy(out, src);
-    ckpt_copy(deq, src);
+    ck_copy(out, src);
+    ck_copy(deq, src);
     char base[HY_ST_MAX_NAME];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
@@ -343,7 +220,7 @@ static void check_weights(const struct hy_model *m, struct ckpt *want, const cha
         for (int k = 0; k < 7; k++) {
             snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, projs[k]);
             const struct hy_weight *w = proj(m, l, k);
-            const struct tensor *t = find(want, name);
+            const struct ck_tensor *t = ck_find(want, name);
             bool ok = t && w->dtype == HY_DTYPE_BF16 &&
                       (size_t)(w->rows * w->cols * 2) == t->nbytes &&
                       !memcmp(w->data, t->data, t->nbytes);
@@ -385,8 +262,8 @@ static void test_scheme(const struct ckpt *src, struct scheme sc, const char *ta
     hy_model_destroy(m);
     hy_model_destroy(d);
     hy_model_destroy(b);
-    ckpt_free(&g);
-    ckpt_free(&deq);
+    ck_free(&g);
+    ck_free(&deq);
 }
 
 /* ---- the hand-made linear ---- */
@@ -403,12 +280,12 @@ static void test_handmade(void)
          0x98765432u, 0xCBA98765u},
         {0xFEDCBA98u, 0x210FEDCBu, 0x543210FEu, 0x87654321u, 0xBA987654u,
          0xEDCBA987u, 0x10FEDCBAu, 0x43210FEDu}};
-    struct tensor *t = add(&c, "lin.qweight", "I32", 2, (int64_t[]){2, 8});
+    struct ck_tensor *t = ck_add(&c, "lin.qweight", "I32", 2, (int64_t[]){2, 8});
     for (int r = 0; r < 2; r++)
         for (int o = 0; o < 8; o++)
             put_u32(t, r * 8 + o, qw[r][o]);
-    put_u32(add(&c, "lin.qzeros", "I32", 2, (int64_t[]){1, 1}), 0, 0x1E773F07u);
-    t = add(&c, "lin.scales", "F16", 2, (int64_t[]){1, 8});
+    put_u32(ck_add(&c, "lin.qzeros", "I32", 2, (int64_t[]){1, 1}), 0, 0x1E773F07u);
+    t = ck_add(&c, "lin.scales", "F16", 2, (int64_t[]){1, 8});
     for (int o = 0; o < 8; o++) {
         uint16_t h = hy_f32_to_f16(0.5f * (float)(o + 1));
         memcpy(t->data + 2 * o, &h, 2);
@@ -460,7 +337,7 @@ static void test_handmade(void)
                    hy_bf16_to_f32(b), x);
         }
     hy_st_close(st);
-    ckpt_free(&c);
+    ck_free(&c);
 }
 
 /* ---- malformed checkpoints ---- */
@@ -488,8 +365,8 @@ static void expect_bad(const struct ckpt *c, const char *qc, const char *name, h
 
 static void retype(struct ckpt *c, const char *name, const char *dt, int nd, const int64_t *shape)
 {
-    drop(c, name);
-    struct tensor *t = add(c, name, dt, nd, shape);
+    ck_drop(c, name);
+    struct ck_tensor *t = ck_add(c, name, dt, nd, shape);
     memset(t->data, 0, t->nbytes);
 }
 
@@ -504,15 +381,15 @@ static void test_bad(const struct ckpt *src)
     qc_text(qc48, sizeof qc48, sc);
 #define CASE(mutate, qcfg, name, st, what, quant)                                                 \
     do {                                                                                           \
-        ckpt_copy(&c, &base);                                                                      \
+        ck_copy(&c, &base);                                                                      \
         mutate;                                                                                    \
         expect_bad(&c, qcfg, name, st, what, quant, __LINE__);                                     \
-        ckpt_free(&c);                                                                             \
+        ck_free(&c);                                                                             \
     } while (0)
     const enum hy_dtype F = HY_DTYPE_F32;
     CASE((void)0, qc, NULL, HY_E_UNSUPPORTED, "--quant fp8 does not apply", HY_DTYPE_F8_E4M3);
-    CASE(drop(&c, L0 ".qweight"); drop(&c, L0 ".qzeros"); drop(&c, L0 ".scales");
-         drop(&c, L0 ".g_idx"), qc, "missing tensor " L0 ".weight", HY_E_FORMAT, "", F);
+    CASE(ck_drop(&c, L0 ".qweight"); ck_drop(&c, L0 ".qzeros"); ck_drop(&c, L0 ".scales");
+         ck_drop(&c, L0 ".g_idx"), qc, "missing tensor " L0 ".weight", HY_E_FORMAT, "", F);
     CASE((void)0, qc48, "in-features of model.layers.0.mlp.down_proj.qweight", HY_E_FORMAT,
          "group_size 48 does not divide the 128", F); /* the first in name order */
     CASE(retype(&c, L0 ".qweight", "U8", 2, (int64_t[]){32, 64}), qc, L0 ".qweight",
@@ -523,32 +400,32 @@ static void test_bad(const struct ckpt *src)
          "expected I32 [2,32]", F);
     CASE(retype(&c, L0 ".qzeros", "F32", 2, (int64_t[]){2, 32}), qc, L0 ".qzeros", HY_E_FORMAT,
          "GPTQ stores it as I32", F);
-    CASE(drop(&c, L0 ".qzeros"), qc, L0 ".qzeros", HY_E_FORMAT, "is missing", F);
-    CASE(drop(&c, L0 ".scales"), qc, L0 ".scales", HY_E_FORMAT, "is missing", F);
+    CASE(ck_drop(&c, L0 ".qzeros"), qc, L0 ".qzeros", HY_E_FORMAT, "is missing", F);
+    CASE(ck_drop(&c, L0 ".scales"), qc, L0 ".scales", HY_E_FORMAT, "is missing", F);
     CASE(retype(&c, L0 ".scales", "F16", 2, (int64_t[]){1, 256}), qc, L0 ".scales", HY_E_FORMAT,
          "expected F16, BF16 or F32 [2,256]", F);
     CASE(retype(&c, L0 ".scales", "U8", 2, (int64_t[]){2, 256}), qc, L0 ".scales (U8)",
          HY_E_UNSUPPORTED, "is not part of a GPTQ linear", F);
-    CASE(memset(find(&c, L0 ".scales")->data + 6, 0xff, 2), qc, L0 ".scales[0][3]",
+    CASE(memset(ck_find(&c, L0 ".scales")->data + 6, 0xff, 2), qc, L0 ".scales[0][3]",
          HY_E_FORMAT, "finite", F); /* F16 0xffff: NaN */
-    CASE(drop(&c, L0 ".g_idx"), qc, L0 ".g_idx", HY_E_FORMAT, "desc_act needs it", F);
-    CASE(put_u32(find(&c, L0 ".g_idx"), 5, 2), qc, L0 ".g_idx[5]", HY_E_FORMAT,
+    CASE(ck_drop(&c, L0 ".g_idx"), qc, L0 ".g_idx", HY_E_FORMAT, "desc_act needs it", F);
+    CASE(put_u32(ck_find(&c, L0 ".g_idx"), 5, 2), qc, L0 ".g_idx[5]", HY_E_FORMAT,
          "is 2, outside [0, 2)", F);
-    CASE(put_u32(find(&c, L0 ".g_idx"), 63, 0xffffffffu), qc, L0 ".g_idx[63]", HY_E_FORMAT,
+    CASE(put_u32(ck_find(&c, L0 ".g_idx"), 63, 0xffffffffu), qc, L0 ".g_idx[63]", HY_E_FORMAT,
          "is -1", F);
     CASE(retype(&c, L0 ".g_idx", "I32", 1, (int64_t[]){32}), qc, L0 ".g_idx", HY_E_FORMAT,
          "expected I32 [64]", F);
-    CASE(drop(&c, L0 ".qweight"), qc, L0 ".g_idx", HY_E_FORMAT, "has no " L0 ".qweight", F);
-    CASE(add(&c, L0 ".weight", "BF16", 2, (int64_t[]){64, 64}), qc, L0 ".weight", HY_E_FORMAT,
+    CASE(ck_drop(&c, L0 ".qweight"), qc, L0 ".g_idx", HY_E_FORMAT, "has no " L0 ".qweight", F);
+    CASE(ck_add(&c, L0 ".weight", "BF16", 2, (int64_t[]){64, 64}), qc, L0 ".weight", HY_E_FORMAT,
          "is stored beside", F);
-    CASE(add(&c, "model.extra", "I32", 1, (int64_t[]){4}), qc, "model.extra", HY_E_UNSUPPORTED,
+    CASE(ck_add(&c, "model.extra", "I32", 1, (int64_t[]){4}), qc, "model.extra", HY_E_UNSUPPORTED,
          "not part of a GPTQ linear", F);
-    CASE(memset(add(&c, L0 ".bias", "F16", 1, (int64_t[]){64})->data + 2, 0x3c, 1), qc,
+    CASE(memset(ck_add(&c, L0 ".bias", "F16", 1, (int64_t[]){64})->data + 2, 0x3c, 1), qc,
          L0 ".bias", HY_E_UNSUPPORTED, "not all zeros", F);
 #undef CASE
     /* a zero bias is ignored; the model still loads */
-    ckpt_copy(&c, &base);
-    add(&c, L0 ".bias", "F16", 1, (int64_t[]){64});
+    ck_copy(&c, &base);
+    ck_add(&c, L0 ".bias", "F16", 1, (int64_t[]){64});
     char dir[256];
     snprintf(dir, sizeof dir, "%s/zero-bias", root);
     ckpt_write(&c, dir, qc, false);
@@ -556,7 +433,7 @@ static void test_bad(const struct ckpt *src)
     if (m)
         check_weights(m, &deq, "zero bias");
     hy_model_destroy(m);
-    ckpt_free(&c);
+    ck_free(&c);
     /* no quantization config: read as v1 with the group size from the scales (a warning) */
     snprintf(dir, sizeof dir, "%s/no-config", root);
     ckpt_write(&base, dir, NULL, false);
@@ -564,8 +441,8 @@ static void test_bad(const struct ckpt *src)
     if (m)
         check_weights(m, &deq, "no quantization config");
     hy_model_destroy(m);
-    ckpt_free(&base);
-    ckpt_free(&deq);
+    ck_free(&base);
+    ck_free(&deq);
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -587,8 +464,8 @@ int main(void)
     struct hy_err e = {{0}};
     CHECKF(hy_cpu_backend_create(&be, 2, &e) == HY_OK, "%s", e.msg);
     struct ckpt src = {0};
-    ckpt_read(&src, src_dir);
-    CHECK(find(&src, "lm_head.weight") == NULL && src.n > 20);
+    ck_read(&src, src_dir);
+    CHECK(ck_find(&src, "lm_head.weight") == NULL && src.n > 20);
     test_handmade();
     if (be) {
         test_scheme(&src, (struct scheme){32, true, false, false, false, false}, "sym-g32-v1",
@@ -600,7 +477,7 @@ int main(void)
         test_bad(&src);
         be->i->destroy(be);
     }
-    ckpt_free(&src);
+    ck_free(&src);
     CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
     return test_result();
 }

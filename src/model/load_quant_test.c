@@ -34,6 +34,7 @@
 #include "model/load_quant.h"
 #include "test.h"
 #include "logits_util.h"
+#include "ckpt_util.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -42,7 +43,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAXT 128
 #define N_PROMPT 9
 #define N_STEPS 24
 
@@ -52,129 +52,25 @@ static const char *const projs[7] = {"self_attn.q_proj", "self_attn.k_proj", "se
                                      "mlp.down_proj"};
 #define IGNORED "model.layers.0.mlp.down_proj"
 
-struct tensor {
-    char name[HY_ST_MAX_NAME];
-    enum hy_dtype dt;
-    int nd;
-    int64_t shape[4];
-    unsigned char *data;
-    size_t nbytes;
-};
-
-struct ckpt {
-    struct tensor t[MAXT];
-    int n;
-};
-
 static char root[64], src_dir[4096];
 
-static struct tensor *find(struct ckpt *c, const char *name)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->t[i].name, name))
-            return &c->t[i];
-    return NULL;
-}
-
-static struct tensor *add(struct ckpt *c, const char *name, enum hy_dtype dt, int nd,
-                          const int64_t *shape)
-{
-    HY_ASSERT(c->n < MAXT);
-    struct tensor *t = &c->t[c->n++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->dt = dt;
-    t->nd = nd;
-    int64_t n = 1;
-    for (int d = 0; d < nd; d++)
-        n *= (t->shape[d] = shape[d]);
-    t->nbytes = (size_t)n * hy_dtype_size(dt);
-    t->data = calloc(t->nbytes ? t->nbytes : 1, 1);
-    HY_ASSERT(t->data);
-    return t;
-}
-
-static void drop(struct ckpt *c, const char *name)
-{
-    struct tensor *t = find(c, name);
-    HY_ASSERT(t);
-    free(t->data);
-    *t = c->t[--c->n];
-}
-
-static void ckpt_free(struct ckpt *c)
-{
-    for (int i = 0; i < c->n; i++)
-        free(c->t[i].data);
-    c->n = 0;
-}
-
-static void ckpt_copy(struct ckpt *dst, const struct ckpt *src)
-{
-    dst->n = 0;
-    for (int i = 0; i < src->n; i++) {
-        struct tensor *t = add(dst, src->t[i].name, src->t[i].dt, src->t[i].nd, src->t[i].shape);
-        memcpy(t->data, src->t[i].data, t->nbytes);
-    }
-}
-
-static void ckpt_read(struct ckpt *c, const char *dir)
-{
-    struct hy_st *st = NULL;
-    struct hy_err e = {{0}};
-    HY_ASSERT(hy_st_open(&st, dir, &e) == HY_OK);
-    c->n = 0;
-    for (size_t i = 0; i < hy_st_count(st); i++) {
-        const struct hy_st_tensor *s = hy_st_at(st, i);
-        struct tensor *t = add(c, s->name, s->dtype, s->n_dims, s->shape);
-        memcpy(t->data, s->data, t->nbytes);
-    }
-    hy_st_close(st);
-}
-
-static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
-{
-    (void)err;
-    const struct ckpt *c = ctx;
-    memcpy(buf, c->t[i].data, nbytes);
-    return HY_OK;
-}
-
-/* Writes dir (created) with the source config plus quantization_config `qc` (JSON text or
- * NULL), hf_quant_config.json `hf` (or NULL) and the tensors. */
+/* dir with src_dir's config plus quantization_config qc and hf_quant_config.json hf. */
 static void ckpt_write(const struct ckpt *c, const char *dir, const char *qc, const char *hf)
 {
-    char path[4200];
-    mkdir(dir, 0700);
-    snprintf(path, sizeof path, "%s/config.json", src_dir);
-    json_t *cfg = json_load_file(path, 0, NULL);
-    HY_ASSERT(cfg);
-    if (qc)
-        json_object_set_new(cfg, "quantization_config", json_loads(qc, 0, NULL));
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    HY_ASSERT(json_dump_file(cfg, path, JSON_INDENT(1)) == 0);
-    json_decref(cfg);
-    snprintf(path, sizeof path, "%s/hf_quant_config.json", dir);
-    remove(path);
-    if (hf) {
-        FILE *f = fopen(path, "w");
-        HY_ASSERT(f);
-        fputs(hf, f);
-        fclose(f);
-    }
-    struct hy_st_wtensor w[MAXT];
-    for (int i = 0; i < c->n; i++) {
-        w[i] = (struct hy_st_wtensor){c->t[i].name, c->t[i].dt, c->t[i].nd, {0}};
-        memcpy(w[i].shape, c->t[i].shape, sizeof w[i].shape);
-    }
-    struct hy_err e = {{0}};
-    CHECKF(hy_st_write(dir, w, (size_t)c->n, 0, fill, (void *)c, &e) == HY_OK, "%s", e.msg);
+    ck_write(c, dir, src_dir, qc, hf);
 }
 
-static float at_f32(const struct tensor *t, int64_t i)
+static enum hy_dtype dt_of(const struct ck_tensor *t)
+{
+    int d = hy_dtype_parse(t->dtype);
+    HY_ASSERT(d >= 0);
+    return (enum hy_dtype)d;
+}
+
+static float at_f32(const struct ck_tensor *t, int64_t i)
 {
     float f;
-    hy_dtype_to_f32(&f, t->data + (size_t)i * hy_dtype_size(t->dt), t->dt, 1);
+    hy_dtype_to_f32(&f, t->data + (size_t)i * hy_dtype_size(dt_of(t)), dt_of(t), 1);
     return f;
 }
 
@@ -187,13 +83,13 @@ static void quantize(struct ckpt *c, struct ckpt *q, const char *base, enum scal
 {
     char name[HY_ST_MAX_NAME];
     snprintf(name, sizeof name, "%s.weight", base);
-    struct tensor *w = find(c, name);
+    struct ck_tensor *w = ck_find(c, name);
     HY_ASSERT(w && w->nd == 2);
     const int64_t rows = w->shape[0], cols = w->shape[1];
     bool per_ch = form == CHANNEL_BF16;
-    struct tensor *codes = add(q, name, HY_DTYPE_F8_E4M3, 2, w->shape);
+    struct ck_tensor *codes = ck_add(q, name, "F8_E4M3", 2, w->shape);
     int64_t ns = per_ch ? rows : 1;
-    struct tensor *sc = add(q, "scale", HY_DTYPE_F32, 1, &ns);
+    struct ck_tensor *sc = ck_add(q, "scale", "F32", 1, &ns);
     float *s = (float *)sc->data, amax = 0;
     for (int64_t r = 0; r < rows; r++) {
         float m = 0;
@@ -211,22 +107,22 @@ static void quantize(struct ckpt *c, struct ckpt *q, const char *base, enum scal
             float v = at_f32(w, r * cols + k) / s[per_ch ? r : 0];
             codes->data[r * cols + k] = hy_fp8_e4m3_from_f32(fminf(fmaxf(v, -448.0f), 448.0f));
         }
-    drop(c, name);
-    memcpy(add(c, name, HY_DTYPE_F8_E4M3, 2, codes->shape)->data, codes->data, codes->nbytes);
+    ck_drop(c, name);
+    memcpy(ck_add(c, name, "F8_E4M3", 2, codes->shape)->data, codes->data, codes->nbytes);
     snprintf(name, sizeof name, "%s.weight_scale", base);
     int64_t shp[2] = {rows, 1};
     if (form == SCALAR)
-        memcpy(add(c, name, HY_DTYPE_F32, 0, shp)->data, s, 4);
+        memcpy(ck_add(c, name, "F32", 0, shp)->data, s, 4);
     else if (form == ONE)
-        memcpy(add(c, name, HY_DTYPE_F32, 1, (int64_t[]){1})->data, s, 4);
+        memcpy(ck_add(c, name, "F32", 1, (int64_t[]){1})->data, s, 4);
     else {
-        struct tensor *t = add(c, name, HY_DTYPE_BF16, 2, shp);
+        struct ck_tensor *t = ck_add(c, name, "BF16", 2, shp);
         hy_dtype_from_f32(t->data, s, HY_DTYPE_BF16, (size_t)rows);
     }
     if (input_scale) {
         snprintf(name, sizeof name, "%s.input_scale", base);
         float v = 6.0f / 448.0f; /* a fixed activation range of +-6 */
-        memcpy(add(c, name, HY_DTYPE_F32, 0, shp)->data, &v, 4);
+        memcpy(ck_add(c, name, "F32", 0, shp)->data, &v, 4);
     }
 }
 
@@ -243,7 +139,7 @@ static const char *ANGEL_HF = "{\"quantization\": {\"exclude_modules\": [\"lm_he
 /* The AngelSlim-style checkpoint: src with every projection but IGNORED in fp8. */
 static void make_angel(const struct ckpt *src, struct ckpt *out, struct ckpt *q)
 {
-    ckpt_copy(out, src);
+    ck_copy(out, src);
     q->n = 0;
     char base[HY_ST_MAX_NAME];
     for (int l = 0; l < 2; l++)
@@ -254,18 +150,18 @@ static void make_angel(const struct ckpt *src, struct ckpt *out, struct ckpt *q)
         }
     int64_t none[1] = {0};
     float kv = 0.02f;
-    memcpy(add(out, "model.layers.0.self_attn.k_scale", HY_DTYPE_F32, 0, none)->data, &kv, 4);
-    memcpy(add(out, "model.layers.0.self_attn.v_scale", HY_DTYPE_F32, 0, none)->data, &kv, 4);
+    memcpy(ck_add(out, "model.layers.0.self_attn.k_scale", "F32", 0, none)->data, &kv, 4);
+    memcpy(ck_add(out, "model.layers.0.self_attn.v_scale", "F32", 0, none)->data, &kv, 4);
 }
 
 /* bf16 weights the loader must produce: bf16(e4m3(code) * scale), from q. */
 static void dequantized(const struct ckpt *src, const struct ckpt *q, struct ckpt *out)
 {
-    ckpt_copy(out, src);
+    ck_copy(out, src);
     for (int i = 0; i < q->n; i += 2) {
-        const struct tensor *codes = &q->t[i], *sc = &q->t[i + 1];
-        struct tensor *w = find(out, codes->name);
-        HY_ASSERT(w && w->dt == HY_DTYPE_BF16);
+        const struct ck_tensor *codes = &q->t[i], *sc = &q->t[i + 1];
+        struct ck_tensor *w = ck_find(out, codes->name);
+        HY_ASSERT(w && dt_of(w) == HY_DTYPE_BF16);
         const int64_t rows = codes->shape[0], cols = codes->shape[1];
         for (int64_t r = 0; r < rows; r++)
             for (int64_t k = 0; k < cols; k++) {
@@ -306,8 +202,8 @@ static void check_weights(const struct hy_model *m, const struct ckpt *want, con
         for (int k = 0; k < 7; k++) {
             snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, projs[k]);
             const struct hy_weight *w = proj(m, l, k);
-            struct tensor *t = find((struct ckpt *)want, name);
-            bool ok = t && w->dtype == HY_DTYPE_BF16 && t->dt == HY_DTYPE_BF16 &&
+            struct ck_tensor *t = ck_find((struct ckpt *)want, name);
+            bool ok = t && w->dtype == HY_DTYPE_BF16 && dt_of(t) == HY_DTYPE_BF16 &&
                       (size_t)(w->rows * w->cols * 2) == t->nbytes &&
                       !memcmp(w->data, t->data, t->nbytes);
             if (!ok && bad++ < 3)
@@ -340,7 +236,7 @@ static void test_angel(const struct ckpt *src)
         check_weights(m, &deq, "angel");
         /* the fp8 form is reachable: codes as stored, float32 scales, input scale */
         struct hy_fp8_view v;
-        const struct tensor *codes = &q.t[0], *sc = &q.t[1];
+        const struct ck_tensor *codes = &q.t[0], *sc = &q.t[1];
         CHECK(hy_quant_fp8_view(m->st, codes->name, &v));
         CHECK(v.rows == codes->shape[0] && v.cols == codes->shape[1] && v.n_scale == 1);
         CHECK(v.codes && !memcmp(v.codes, codes->data, codes->nbytes));
@@ -355,9 +251,9 @@ static void test_angel(const struct ckpt *src)
     hy_model_destroy(m);
     hy_model_destroy(d);
     hy_model_destroy(b);
-    ckpt_free(&fp8);
-    ckpt_free(&q);
-    ckpt_free(&deq);
+    ck_free(&fp8);
+    ck_free(&q);
+    ck_free(&deq);
 }
 
 /* Per-channel bf16 scales [out,1], "ignore" with a re: entry, dynamic activations; and the
@@ -365,7 +261,7 @@ static void test_angel(const struct ckpt *src)
 static void test_variants(const struct ckpt *src)
 {
     struct ckpt fp8 = {0}, q = {0}, deq = {0};
-    ckpt_copy(&fp8, src);
+    ck_copy(&fp8, src);
     char base[HY_ST_MAX_NAME], dir[256];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
@@ -396,16 +292,16 @@ static void test_variants(const struct ckpt *src)
     if (m)
         check_weights(m, &deq, "no quantization config");
     hy_model_destroy(m);
-    ckpt_free(&fp8);
-    ckpt_free(&q);
-    ckpt_free(&deq);
+    ck_free(&fp8);
+    ck_free(&q);
+    ck_free(&deq);
 }
 
 /* --quant fp8: per tensor through the loader, per channel through hy_quant_prepare. */
 static void test_quant_at_load(const struct ckpt *src)
 {
     struct ckpt c = {0}, q = {0}, deq = {0};
-    ckpt_copy(&c, src);
+    ck_copy(&c, src);
     char base[HY_ST_MAX_NAME];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
@@ -437,7 +333,7 @@ static void test_quant_at_load(const struct ckpt *src)
     CHECK(hy_st_open(&st, src_dir, &e) == HY_OK);
     CHECKF(hy_quant_prepare(st, src_dir, &cfg, HY_DTYPE_F8_E4M3, true, &e) == HY_OK, "%s", e.msg);
     struct hy_fp8_view v;
-    const struct tensor *w = find((struct ckpt *)src, "model.layers.1.mlp.up_proj.weight");
+    const struct ck_tensor *w = ck_find((struct ckpt *)src, "model.layers.1.mlp.up_proj.weight");
     CHECK(hy_quant_fp8_view(st, w->name, &v) && v.n_scale == w->shape[0]);
     int bad = 0;
     for (int64_t r = 0; r < v.rows && v.scale; r++) {
@@ -454,9 +350,9 @@ static void test_quant_at_load(const struct ckpt *src)
     const struct hy_st_tensor *t = hy_st_find(st, w->name);
     CHECK(t && t->dtype == HY_DTYPE_BF16 && t->data != hy_st_find_stored(st, w->name)->data);
     hy_st_close(st);
-    ckpt_free(&c);
-    ckpt_free(&q);
-    ckpt_free(&deq);
+    ck_free(&c);
+    ck_free(&q);
+    ck_free(&deq);
 }
 
 /* ---- malformed checkpoints ---- */
@@ -484,9 +380,9 @@ static void expect_bad(const struct ckpt *c, const char *qc, const char *name, h
 static void set_f32(struct ckpt *c, const char *name, float v, enum hy_dtype dt, int nd,
                     const int64_t *shape)
 {
-    if (find(c, name))
-        drop(c, name);
-    struct tensor *t = add(c, name, dt, nd, shape);
+    if (ck_find(c, name))
+        ck_drop(c, name);
+    struct ck_tensor *t = ck_add(c, name, hy_dtype_name(dt), nd, shape);
     for (size_t i = 0; i < t->nbytes / hy_dtype_size(dt); i++)
         hy_dtype_from_f32(t->data + i * hy_dtype_size(dt), &v, dt, 1);
 }
@@ -498,12 +394,12 @@ static void test_bad(const struct ckpt *src)
     int64_t s3[1] = {3}, s0[1] = {0}, s2[2] = {2, 1};
 #define CASE(mutate, qc, name, st, what)                                                           \
     do {                                                                                           \
-        ckpt_copy(&c, &base);                                                                      \
+        ck_copy(&c, &base);                                                                      \
         mutate;                                                                                    \
         expect_bad(&c, qc, name, st, what, __LINE__);                                              \
-        ckpt_free(&c);                                                                             \
+        ck_free(&c);                                                                             \
     } while (0)
-    CASE(drop(&c, Q1 ".weight_scale"), ANGEL_QC, Q1 ".weight_scale", HY_E_FORMAT, "is missing");
+    CASE(ck_drop(&c, Q1 ".weight_scale"), ANGEL_QC, Q1 ".weight_scale", HY_E_FORMAT, "is missing");
     CASE(set_f32(&c, Q1 ".weight_scale", 0.01f, HY_DTYPE_F32, 1, s3), ANGEL_QC,
          Q1 ".weight_scale", HY_E_FORMAT, "has shape [3]");
     CASE(set_f32(&c, Q1 ".weight_scale", 0.01f, HY_DTYPE_F32, 2, s2), ANGEL_QC,
@@ -516,7 +412,7 @@ static void test_bad(const struct ckpt *src)
          Q1 ".weight_scale", HY_E_FORMAT, "finite");
     CASE(set_f32(&c, Q1 ".weight_scale", 1.0f, HY_DTYPE_F8_E4M3, 0, s0), ANGEL_QC,
          Q1 ".weight_scale", HY_E_FORMAT, "must be F32, BF16 or F16");
-    CASE(drop(&c, Q1 ".input_scale"), ANGEL_QC, Q1 ".input_scale", HY_E_FORMAT,
+    CASE(ck_drop(&c, Q1 ".input_scale"), ANGEL_QC, Q1 ".input_scale", HY_E_FORMAT,
          "static input activations");
     CASE(set_f32(&c, Q1 ".input_scale", 0.0f, HY_DTYPE_F32, 0, s0), ANGEL_QC, Q1 ".input_scale",
          HY_E_FORMAT, "> 0");
@@ -532,8 +428,8 @@ static void test_bad(const struct ckpt *src)
     CASE((void)0, "{\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128}", NULL,
          HY_E_FORMAT, "says gptq but no tensor is a <linear>.qweight");
 #undef CASE
-    ckpt_free(&base);
-    ckpt_free(&q);
+    ck_free(&base);
+    ck_free(&q);
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -555,8 +451,8 @@ int main(void)
     struct hy_err e = {{0}};
     CHECKF(hy_cpu_backend_create(&be, 2, &e) == HY_OK, "%s", e.msg);
     struct ckpt src = {0};
-    ckpt_read(&src, src_dir);
-    CHECK(find(&src, "lm_head.weight") == NULL && src.n > 20);
+    ck_read(&src, src_dir);
+    CHECK(ck_find(&src, "lm_head.weight") == NULL && src.n > 20);
     if (be) {
         test_angel(&src);
         test_variants(&src);
@@ -564,7 +460,7 @@ int main(void)
         test_bad(&src);
         be->i->destroy(be);
     }
-    ckpt_free(&src);
+    ck_free(&src);
     CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
     return test_result();
 }
