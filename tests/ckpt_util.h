@@ -1,11 +1,13 @@
 /* ckpt_util.h: small checkpoints built in memory and written as safetensors folders, for
- * the loader tests of quantized formats (include after test.h). A tensor's dtype is its
- * safetensors spelling ("BF16", "F8_E4M3", "I32", ...), so integer tensors fit too. */
+ * the loader tests of quantized formats (include after test.h), and the checks those tests
+ * share: loading, the projections against expected tensors and an expected load error. A tensor's dtype is its safetensors spelling
+ * ("BF16", "F8_E4M3", "I32", ...), so integer tensors fit too. */
 #ifndef HY_TESTS_CKPT_UTIL_H
 #define HY_TESTS_CKPT_UTIL_H
 
 #include "core/dtype.h"
 #include "formats/safetensors.h"
+#include "model/hunyuan.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -165,6 +167,71 @@ static inline void ck_write(const struct ckpt *c, const char *dir, const char *s
         fwrite(c->t[i].data, 1, c->t[i].nbytes, f);
     HY_ASSERT(fclose(f) == 0);
     free(text);
+}
+
+/* The seven projections of a layer, as named after "model.layers.N." and in the struct. */
+static const char *const ck_projs[7] = {"self_attn.q_proj", "self_attn.k_proj",
+                                        "self_attn.v_proj", "self_attn.o_proj",
+                                        "mlp.gate_proj",    "mlp.up_proj",
+                                        "mlp.down_proj"};
+
+static inline const struct hy_weight *ck_proj(const struct hy_model *m, int l, int k)
+{
+    const struct hy_layer_weights *w = &m->layers[l];
+    const struct hy_weight *ws[7] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
+                                     &w->w_down};
+    return ws[k];
+}
+
+/* The model at dir on be (quant: hy_model_opts.quant), or NULL with a failed check. */
+static inline struct hy_model *ck_load(struct hy_backend *be, const char *dir,
+                                       enum hy_dtype quant)
+{
+    struct hy_model *m = NULL;
+    struct hy_err e = {{0}};
+    struct hy_model_opts o = {quant};
+    CHECKF(hy_model_load_opts(&m, dir, be, &o, &e) == HY_OK, "%s: %s", dir, e.msg);
+    return m;
+}
+
+/* Every projection of layers 0 and 1 of m is bf16 and byte-equal to want's BF16 tensor of
+ * the same name (`rule`: how want was made, for the message). */
+static inline void ck_check_weights(const struct hy_model *m, struct ckpt *want,
+                                    const char *what, const char *rule)
+{
+    char name[HY_ST_MAX_NAME];
+    int bad = 0;
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 7; k++) {
+            snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, ck_projs[k]);
+            const struct hy_weight *w = ck_proj(m, l, k);
+            const struct ck_tensor *t = ck_find(want, name);
+            bool ok = t && w->dtype == HY_DTYPE_BF16 && !strcmp(t->dtype, "BF16") &&
+                      (size_t)(w->rows * w->cols * 2) == t->nbytes &&
+                      !memcmp(w->data, t->data, t->nbytes);
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "%s: %s differs from %s\n", what, name, rule);
+        }
+    CHECKF(bad == 0, "%s: %d projections differ", what, bad);
+}
+
+/* Loading dir fails with status want, leaves the model NULL, and the message names what
+ * (and name, when not NULL); line is the caller's, for the messages. */
+static inline void ck_expect_load_error(struct hy_backend *be, const char *dir,
+                                        enum hy_dtype quant, hy_status want, const char *name,
+                                        const char *what, int line)
+{
+    struct hy_model *m = (struct hy_model *)1;
+    struct hy_err e = {{0}};
+    struct hy_model_opts o = {quant};
+    hy_status s = hy_model_load_opts(&m, dir, be, &o, &e);
+    if (s == HY_OK)
+        hy_model_destroy(m);
+    CHECKF(s == want, "line %d: status %s, want %s (%s)", line, hy_status_str(s),
+           hy_status_str(want), e.msg);
+    CHECKF(m == NULL || s == HY_OK, "line %d: model not NULL on error", line);
+    CHECKF(strstr(e.msg, what) && (!name || strstr(e.msg, name)),
+           "line %d: message '%s' lacks '%s' / '%s'", line, e.msg, what, name ? name : "");
 }
 
 #endif

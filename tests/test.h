@@ -1,10 +1,12 @@
 /* test.h: the minimal test harness shared by every hymt test.
  * CHECK(cond) records a failure with file:line and goes on; CHECKF adds a message.
  * A test's main() returns test_result(): 0 if every check passed, 1 otherwise.
- * test_path() builds a path under $HYMT_SRC (the source tree) or $HYMT_BIN (build tree). */
+ * test_path() builds a path under $HYMT_SRC (the source tree) or $HYMT_BIN (build tree);
+ * test_rmtree() removes a test's temporary folder. */
 #ifndef HY_TESTS_TEST_H
 #define HY_TESTS_TEST_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,6 +49,20 @@ static inline const char *test_path(char *buf, size_t cap, const char *var, cons
         exit(2);
     }
     return buf;
+}
+
+static inline int test_rm_entry_(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
+/* Removes the folder dir (a test's temporary folder) and everything in it; 0 on success. */
+static inline int test_rmtree(const char *dir)
+{
+    return nftw(dir, test_rm_entry_, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif

@@ -6,7 +6,6 @@
 #include "core/json.h"
 #include "test.h"
 
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -734,14 +733,6 @@ static void test_ints(void)
         8, HY_E_FORMAT, "unknown dtype 'i32'");
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     snprintf(root, sizeof root, "/tmp/hymt-st-XXXXXX");
@@ -757,6 +748,6 @@ int main(void)
     test_fp8();
     test_ints();
     test_bad_index();
-    CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
+    CHECK(test_rmtree(root) == 0);
     return test_result();
 }

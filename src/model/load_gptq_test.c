@@ -34,7 +34,6 @@
 #include "logits_util.h"
 #include "ckpt_util.h"
 
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +44,6 @@
 #define N_STEPS 24
 
 static const int32_t ids[N_PROMPT] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
-static const char *const projs[7] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                     "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
-                                     "mlp.down_proj"};
 
 static char root[64], src_dir[4096];
 
@@ -179,7 +175,7 @@ static void make_gptq(const struct ckpt *src, struct ckpt *out, struct ckpt *deq
     char base[HY_ST_MAX_NAME];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
-            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, ck_projs[k]);
             gptq_one(out, deq, base, sc, (unsigned)(l * 7 + k + 1));
         }
 }
@@ -194,41 +190,6 @@ static void qc_text(char *buf, size_t cap, struct scheme sc)
 /* ---- model checks ---- */
 
 static struct hy_backend *be;
-
-static struct hy_model *load(const char *dir, enum hy_dtype quant)
-{
-    struct hy_model *m = NULL;
-    struct hy_err e = {{0}};
-    struct hy_model_opts o = {quant};
-    CHECKF(hy_model_load_opts(&m, dir, be, &o, &e) == HY_OK, "%s: %s", dir, e.msg);
-    return m;
-}
-
-static const struct hy_weight *proj(const struct hy_model *m, int l, int k)
-{
-    const struct hy_layer_weights *w = &m->layers[l];
-    const struct hy_weight *ws[7] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
-                                     &w->w_down};
-    return ws[k];
-}
-
-static void check_weights(const struct hy_model *m, struct ckpt *want, const char *what)
-{
-    char name[HY_ST_MAX_NAME];
-    int bad = 0;
-    for (int l = 0; l < 2; l++)
-        for (int k = 0; k < 7; k++) {
-            snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, projs[k]);
-            const struct hy_weight *w = proj(m, l, k);
-            const struct ck_tensor *t = ck_find(want, name);
-            bool ok = t && w->dtype == HY_DTYPE_BF16 &&
-                      (size_t)(w->rows * w->cols * 2) == t->nbytes &&
-                      !memcmp(w->data, t->data, t->nbytes);
-            if (!ok && bad++ < 3)
-                fprintf(stderr, "%s: %s differs from bf16(scale * (q - zero))\n", what, name);
-        }
-    CHECKF(bad == 0, "%s: %d projections differ", what, bad);
-}
 
 /* a and b identical (exact) or close by cosine (logits_util.h), over the prompt and
  * N_STEPS greedy steps of a. */
@@ -249,10 +210,10 @@ static void test_scheme(const struct ckpt *src, struct scheme sc, const char *ta
     snprintf(ddir, sizeof ddir, "%s/%s-deq", root, tag);
     ckpt_write(&g, dir, qc, false);
     ckpt_write(&deq, ddir, NULL, false);
-    struct hy_model *m = load(dir, HY_DTYPE_F32), *d = load(ddir, HY_DTYPE_F32),
-                    *b = load(src_dir, HY_DTYPE_F32);
+    struct hy_model *m = ck_load(be, dir, HY_DTYPE_F32), *d = ck_load(be, ddir, HY_DTYPE_F32),
+                    *b = ck_load(be, src_dir, HY_DTYPE_F32);
     if (m) {
-        check_weights(m, &deq, tag);
+        ck_check_weights(m, &deq, tag, "bf16(scale * (q - zero))");
         CHECK(m->lm_head.data == m->tok_embd.data); /* tied, embedding as stored */
     }
     snprintf(what, sizeof what, "GPTQ %s vs its dequantized bf16 checkpoint", tag);
@@ -350,17 +311,7 @@ static void expect_bad(const struct ckpt *c, const char *qc, const char *name, h
     char dir[256];
     snprintf(dir, sizeof dir, "%s/bad-%d", root, line);
     ckpt_write(c, dir, qc, false);
-    struct hy_model *m = (struct hy_model *)1;
-    struct hy_err e = {{0}};
-    struct hy_model_opts o = {quant};
-    hy_status s = hy_model_load_opts(&m, dir, be, &o, &e);
-    if (s == HY_OK)
-        hy_model_destroy(m);
-    CHECKF(s == want, "line %d: status %s, want %s (%s)", line, hy_status_str(s),
-           hy_status_str(want), e.msg);
-    CHECKF(m == NULL || s == HY_OK, "line %d: model not NULL on error", line);
-    CHECKF(strstr(e.msg, what) && (!name || strstr(e.msg, name)),
-           "line %d: message '%s' lacks '%s' / '%s'", line, e.msg, what, name ? name : "");
+    ck_expect_load_error(be, dir, quant, want, name, what, line);
 }
 
 static void retype(struct ckpt *c, const char *name, const char *dt, int nd, const int64_t *shape)
@@ -429,28 +380,20 @@ static void test_bad(const struct ckpt *src)
     char dir[256];
     snprintf(dir, sizeof dir, "%s/zero-bias", root);
     ckpt_write(&c, dir, qc, false);
-    struct hy_model *m = load(dir, HY_DTYPE_F32);
+    struct hy_model *m = ck_load(be, dir, HY_DTYPE_F32);
     if (m)
-        check_weights(m, &deq, "zero bias");
+        ck_check_weights(m, &deq, "zero bias", "bf16(scale * (q - zero))");
     hy_model_destroy(m);
     ck_free(&c);
     /* no quantization config: read as v1 with the group size from the scales (a warning) */
     snprintf(dir, sizeof dir, "%s/no-config", root);
     ckpt_write(&base, dir, NULL, false);
-    m = load(dir, HY_DTYPE_F32);
+    m = ck_load(be, dir, HY_DTYPE_F32);
     if (m)
-        check_weights(m, &deq, "no quantization config");
+        ck_check_weights(m, &deq, "no quantization config", "bf16(scale * (q - zero))");
     hy_model_destroy(m);
     ck_free(&base);
     ck_free(&deq);
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
 }
 
 int main(void)
@@ -478,6 +421,6 @@ int main(void)
         be->i->destroy(be);
     }
     ck_free(&src);
-    CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
+    CHECK(test_rmtree(root) == 0);
     return test_result();
 }

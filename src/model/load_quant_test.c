@@ -36,7 +36,6 @@
 #include "logits_util.h"
 #include "ckpt_util.h"
 
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +46,6 @@
 #define N_STEPS 24
 
 static const int32_t ids[N_PROMPT] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
-static const char *const projs[7] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                     "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
-                                     "mlp.down_proj"};
 #define IGNORED "model.layers.0.mlp.down_proj"
 
 static char root[64], src_dir[4096];
@@ -144,7 +140,7 @@ static void make_angel(const struct ckpt *src, struct ckpt *out, struct ckpt *q)
     char base[HY_ST_MAX_NAME];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
-            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, ck_projs[k]);
             if (strcmp(base, IGNORED))
                 quantize(out, q, base, k % 2 ? ONE : SCALAR, true);
         }
@@ -176,42 +172,6 @@ static void dequantized(const struct ckpt *src, const struct ckpt *q, struct ckp
 
 static struct hy_backend *be;
 
-static struct hy_model *load(const char *dir, enum hy_dtype quant)
-{
-    struct hy_model *m = NULL;
-    struct hy_err e = {{0}};
-    struct hy_model_opts o = {quant};
-    CHECKF(hy_model_load_opts(&m, dir, be, &o, &e) == HY_OK, "%s: %s", dir, e.msg);
-    return m;
-}
-
-static const struct hy_weight *proj(const struct hy_model *m, int l, int k)
-{
-    const struct hy_layer_weights *w = &m->layers[l];
-    const struct hy_weight *ws[7] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
-                                     &w->w_down};
-    return ws[k];
-}
-
-/* Every projection of m equals the bf16 tensor of the same name in want, bit for bit. */
-static void check_weights(const struct hy_model *m, const struct ckpt *want, const char *what)
-{
-    char name[HY_ST_MAX_NAME];
-    int bad = 0;
-    for (int l = 0; l < 2; l++)
-        for (int k = 0; k < 7; k++) {
-            snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, projs[k]);
-            const struct hy_weight *w = proj(m, l, k);
-            struct ck_tensor *t = ck_find((struct ckpt *)want, name);
-            bool ok = t && w->dtype == HY_DTYPE_BF16 && dt_of(t) == HY_DTYPE_BF16 &&
-                      (size_t)(w->rows * w->cols * 2) == t->nbytes &&
-                      !memcmp(w->data, t->data, t->nbytes);
-            if (!ok && bad++ < 3)
-                fprintf(stderr, "%s: %s differs from bf16(e4m3 * scale)\n", what, name);
-        }
-    CHECKF(bad == 0, "%s: %d projections differ", what, bad);
-}
-
 /* a and b identical (exact) or close by cosine (logits_util.h), over the prompt and
  * N_STEPS greedy steps of a. */
 static void compare(const struct hy_model *a, const struct hy_model *b, bool exact,
@@ -230,10 +190,10 @@ static void test_angel(const struct ckpt *src)
     snprintf(ddir, sizeof ddir, "%s/angel-deq", root);
     ckpt_write(&fp8, dir, ANGEL_QC, ANGEL_HF);
     ckpt_write(&deq, ddir, NULL, NULL);
-    struct hy_model *m = load(dir, HY_DTYPE_F32), *d = load(ddir, HY_DTYPE_F32),
-                    *b = load(src_dir, HY_DTYPE_F32);
+    struct hy_model *m = ck_load(be, dir, HY_DTYPE_F32), *d = ck_load(be, ddir, HY_DTYPE_F32),
+                    *b = ck_load(be, src_dir, HY_DTYPE_F32);
     if (m) {
-        check_weights(m, &deq, "angel");
+        ck_check_weights(m, &deq, "angel", "bf16(e4m3 * scale)");
         /* the fp8 form is reachable: codes as stored, float32 scales, input scale */
         struct hy_fp8_view v;
         const struct ck_tensor *codes = &q.t[0], *sc = &q.t[1];
@@ -265,7 +225,7 @@ static void test_variants(const struct ckpt *src)
     char base[HY_ST_MAX_NAME], dir[256];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
-            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, ck_projs[k]);
             if (!(l == 1 && k < 2)) /* layer 1 q/k stay bf16, matched by the regex */
                 quantize(&fp8, &q, base, CHANNEL_BF16, false);
         }
@@ -278,9 +238,9 @@ static void test_variants(const struct ckpt *src)
         "\"type\": \"float\", \"strategy\": \"token\", \"dynamic\": true}}}}";
     snprintf(dir, sizeof dir, "%s/channel", root);
     ckpt_write(&fp8, dir, qc, NULL);
-    struct hy_model *m = load(dir, HY_DTYPE_F32);
+    struct hy_model *m = ck_load(be, dir, HY_DTYPE_F32);
     if (m) {
-        check_weights(m, &deq, "per-channel");
+        ck_check_weights(m, &deq, "per-channel", "bf16(e4m3 * scale)");
         struct hy_fp8_view v;
         CHECK(hy_quant_fp8_view(m->st, q.t[0].name, &v) && v.n_scale == v.rows &&
               v.input_scale == 0 && !memcmp(v.scale, q.t[1].data, q.t[1].nbytes));
@@ -288,9 +248,9 @@ static void test_variants(const struct ckpt *src)
     hy_model_destroy(m);
     snprintf(dir, sizeof dir, "%s/noconfig", root);
     ckpt_write(&fp8, dir, NULL, NULL); /* F8 tensors alone: read as fp8, with a warning */
-    m = load(dir, HY_DTYPE_F32);
+    m = ck_load(be, dir, HY_DTYPE_F32);
     if (m)
-        check_weights(m, &deq, "no quantization config");
+        ck_check_weights(m, &deq, "no quantization config", "bf16(e4m3 * scale)");
     hy_model_destroy(m);
     ck_free(&fp8);
     ck_free(&q);
@@ -305,13 +265,13 @@ static void test_quant_at_load(const struct ckpt *src)
     char base[HY_ST_MAX_NAME];
     for (int l = 0; l < 2; l++)
         for (int k = 0; k < 7; k++) {
-            snprintf(base, sizeof base, "model.layers.%d.%s", l, projs[k]);
+            snprintf(base, sizeof base, "model.layers.%d.%s", l, ck_projs[k]);
             quantize(&c, &q, base, SCALAR, false);
         }
     dequantized(src, &q, &deq);
-    struct hy_model *m = load(src_dir, HY_DTYPE_F8_E4M3), *b = load(src_dir, HY_DTYPE_F32);
+    struct hy_model *m = ck_load(be, src_dir, HY_DTYPE_F8_E4M3), *b = ck_load(be, src_dir, HY_DTYPE_F32);
     if (m) {
-        check_weights(m, &deq, "--quant fp8");
+        ck_check_weights(m, &deq, "--quant fp8", "bf16(e4m3 * scale)");
         struct hy_fp8_view v;
         CHECK(hy_quant_fp8_view(m->st, q.t[2].name, &v) && v.n_scale == 1 &&
               v.scale[0] == ((const float *)q.t[3].data)[0] &&
@@ -363,16 +323,7 @@ static void expect_bad(const struct ckpt *c, const char *qc, const char *name, h
     char dir[256];
     snprintf(dir, sizeof dir, "%s/bad-%d", root, line);
     ckpt_write(c, dir, qc, NULL);
-    struct hy_model *m = (struct hy_model *)1;
-    struct hy_err e = {{0}};
-    hy_status s = hy_model_load(&m, dir, be, &e);
-    if (s == HY_OK)
-        hy_model_destroy(m);
-    CHECKF(s == want, "line %d: status %s, want %s (%s)", line, hy_status_str(s),
-           hy_status_str(want), e.msg);
-    CHECKF(m == NULL || s == HY_OK, "line %d: model not NULL on error", line);
-    CHECKF(strstr(e.msg, what) && (!name || strstr(e.msg, name)),
-           "line %d: message '%s' lacks '%s' / '%s'", line, e.msg, what, name ? name : "");
+    ck_expect_load_error(be, dir, HY_DTYPE_F32, want, name, what, line);
 }
 
 #define Q1 "model.layers.1.self_attn.q_proj"
@@ -432,14 +383,6 @@ static void test_bad(const struct ckpt *src)
     ck_free(&q);
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 int main(void)
 {
     snprintf(root, sizeof root, "/tmp/hymt-fp8-XXXXXX");
@@ -461,6 +404,6 @@ int main(void)
         be->i->destroy(be);
     }
     ck_free(&src);
-    CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
+    CHECK(test_rmtree(root) == 0);
     return test_result();
 }
