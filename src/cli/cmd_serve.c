@@ -5,7 +5,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/select.h"
 #include "cli/args.h"
-#include "cli/kv_opts.h"
+#include "cli/engine_opts.h"
 #include "cli/commands.h"
 #include "core/globals.h"
 #include "core/log.h"
@@ -58,10 +58,10 @@ static const struct cli_cmd cmd = {
 };
 
 struct serve_opts {
-    const char *model, *host, *kv, *max_body, *api_key, *cors, *name, *device, *quant;
-    int64_t port, threads, max_queue, max_running, mbt, max_chars, max_conns;
-    double timeout, drain, gpu_frac;
-    int64_t kv_bytes; /* --kv-memory parsed; 0 when not given */
+    const char *model, *host, *max_body, *api_key, *cors, *name, *device, *quant;
+    int64_t port, threads, max_chars, max_conns;
+    double timeout, drain;
+    struct cli_engine_flags eng;
 };
 
 static int parse_opts(struct serve_opts *o, int argc, char **argv)
@@ -73,11 +73,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
         {"device", CLI_STR, &o->device, 0, 0, false},
         {"quant", CLI_STR, &o->quant, 0, 0, false},
-        {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
-        {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
-        {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
-        {"kv-memory", CLI_STR, &o->kv, 0, 0, false},
-        {"gpu-memory-fraction", CLI_REAL, &o->gpu_frac, 0.01, 1, false},
+        CLI_ENGINE_OPTS(&o->eng),
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"drain", CLI_REAL, &o->drain, 0, 1e5, false},
         {"max-body", CLI_STR, &o->max_body, 0, 0, false},
@@ -152,7 +148,7 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
         st = hy_tok_load(tok, o->model, err);
     struct hy_engine_params p = *ep;
     if (!st)
-        st = cli_kv_setup(o->kv_bytes, o->gpu_frac, o->max_running, *be, &p, err);
+        st = cli_kv_setup(&o->eng, *be, &p, err);
     if (!st)
         st = hy_engine_create(e, *m, &p, err);
     return st;
@@ -206,13 +202,8 @@ int cmd_serve(int argc, char **argv)
     int r = parse_opts(&o, argc, argv);
     if (r)
         return r == CLI_HELP ? 0 : 2;
-    struct hy_engine_params ep = hy_engine_params_default();
-    ep.max_queue = o.max_queue ? (int)o.max_queue : 1024; /* documents submit every segment */
-    if (o.max_running)
-        ep.max_running = (int)o.max_running;
-    if (o.mbt)
-        ep.max_batch_tokens = (int)o.mbt;
-    if (o.kv && (o.kv_bytes = cli_parse_size(&cmd, "--kv-memory", o.kv, 1, INT64_MAX)) < 0)
+    struct hy_engine_params ep;
+    if (cli_engine_params(&cmd, &o.eng, &ep))
         return 2;
     int64_t max_body = HY_SERVER_MAX_BODY_DEFAULT;
     if (o.max_body &&

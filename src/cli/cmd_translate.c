@@ -3,7 +3,7 @@
  * order as segments finish. Progress bar on a terminal, one summary line otherwise. */
 #include "backend/select.h"
 #include "cli/args.h"
-#include "cli/kv_opts.h"
+#include "cli/engine_opts.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/globals.h"
@@ -56,9 +56,10 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *kv, *device, *quant;
-    int64_t threads, top_k, seed, max_seg, max_new, max_running, mbt, max_queue;
-    double temp, top_p, rep, timeout, gpu_frac;
+    const char *model, *to, *from, *out, *device, *quant;
+    int64_t threads, top_k, seed, max_seg, max_new;
+    double temp, top_p, rep, timeout;
+    struct cli_engine_flags eng;
     bool greedy, keep_lines, replace;
 };
 
@@ -201,11 +202,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"keep-lines", CLI_FLAG, &o->keep_lines, 0, 0, false},
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
-        {"kv-memory", CLI_STR, &o->kv, 0, 0, false},
-        {"gpu-memory-fraction", CLI_REAL, &o->gpu_frac, 0.01, 1, false},
-        {"max-running", CLI_INT, &o->max_running, 1, 4096, false},
-        {"max-queue", CLI_INT, &o->max_queue, 1, 65536, false},
-        {"max-batch-tokens", CLI_INT, &o->mbt, 1, 1 << 20, false},
+        CLI_ENGINE_OPTS(&o->eng),
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
         {"device", CLI_STR, &o->device, 0, 0, false},
         {"quant", CLI_STR, &o->quant, 0, 0, false},
@@ -240,21 +237,16 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     struct hy_model *m = NULL;
     struct hy_tok *tok = NULL;
     struct hy_engine *e = NULL;
-    struct hy_engine_params ep = hy_engine_params_default();
-    ep.max_queue = o->max_queue ? (int)o->max_queue : 1024; /* a document's segments at once */
-    if (o->max_running)
-        ep.max_running = (int)o->max_running;
-    if (o->mbt)
-        ep.max_batch_tokens = (int)o->mbt;
-    int64_t kv_bytes = 0;
-    if (o->kv && (kv_bytes = cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)) < 0)
+    struct hy_engine_params ep;
+    struct cli_engine_flags eng = o->eng;
+    if (cli_engine_params(&cmd, &eng, &ep))
         return 2;
     hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant, &be, &m,
                                   &err);
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
     if (!st)
-        st = cli_kv_setup(kv_bytes, o->gpu_frac, o->max_running, be, &ep, &err);
+        st = cli_kv_setup(&eng, be, &ep, &err);
     if (!st)
         st = hy_engine_create(&e, m, &ep, &err);
     int rc = 1;
