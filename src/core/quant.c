@@ -46,6 +46,16 @@ void hy_q4_0_quantize_row(void *dst, const float *src, int64_t n)
     }
 }
 
+/* A block of n 4-bit values d*(q-8) with element j in the low nibble of qs[j] and element
+ * j + n/2 in the high one (Q4_0 and Q4_G128 share this layout). */
+static void nibbles_to_f32(float *y, float d, const uint8_t *qs, int n)
+{
+    for (int j = 0; j < n / 2; j++) {
+        y[j] = d * (float)((qs[j] & 15) - 8);
+        y[j + n / 2] = d * (float)((qs[j] >> 4) - 8);
+    }
+}
+
 void hy_q4_0_dequantize_row(float *dst, const void *src, int64_t n)
 {
     HY_ASSERT(n % HY_Q4_0_BLOCK == 0);
@@ -53,12 +63,7 @@ void hy_q4_0_dequantize_row(float *dst, const void *src, int64_t n)
     for (int64_t b = 0; b < n / HY_Q4_0_BLOCK; b++) {
         struct hy_q4_0_block blk;
         memcpy(&blk, in + (size_t)b * sizeof blk, sizeof blk);
-        float d = hy_f16_to_f32(blk.d);
-        float *y = dst + b * HY_Q4_0_BLOCK;
-        for (int j = 0; j < HY_Q4_0_BLOCK / 2; j++) {
-            y[j] = d * (float)((blk.qs[j] & 15) - 8);
-            y[j + 16] = d * (float)((blk.qs[j] >> 4) - 8);
-        }
+        nibbles_to_f32(dst + b * HY_Q4_0_BLOCK, hy_f16_to_f32(blk.d), blk.qs, HY_Q4_0_BLOCK);
     }
 }
 
@@ -349,11 +354,7 @@ void hy_q4_g128_dequantize_row(float *dst, const void *src, int64_t n)
     for (int64_t b = 0; b < n / HY_Q4_G128_BLOCK; b++) {
         struct hy_q4_g128_block blk;
         memcpy(&blk, in + (size_t)b * sizeof blk, sizeof blk);
-        float d = hy_f16_to_f32(blk.d);
-        float *y = dst + b * HY_Q4_G128_BLOCK;
-        for (int j = 0; j < HY_Q4_G128_BLOCK / 2; j++) {
-            y[j] = d * (float)((blk.qs[j] & 15) - 8);
-            y[j + 64] = d * (float)((blk.qs[j] >> 4) - 8);
-        }
+        nibbles_to_f32(dst + b * HY_Q4_G128_BLOCK, hy_f16_to_f32(blk.d), blk.qs,
+                       HY_Q4_G128_BLOCK);
     }
 }
