@@ -126,6 +126,12 @@ struct hy_backend_i {
     void (*step_forget)(struct hy_backend *be, const void *owner);
     /* (optional) Device memory in bytes: used and total, for /metrics. NULL on the CPU. */
     void (*mem_info)(struct hy_backend *be, uint64_t *used, uint64_t *total);
+    /* (optional) Batch-invariant numerics, set at start-up (before the first recorded
+     * step): on, every op computes a row's result by the same arithmetic whatever else the
+     * call holds (how many rows, which sequences, prefill or decode), so a sequence's logits
+     * are the same bits alone or batched, under any schedule. Slower. HY_E_NOMEM when its
+     * scratch cannot be had. NULL: the backend does not offer it. */
+    hy_status (*set_batch_invariant)(struct hy_backend *be, bool on, struct hy_err *err);
 };
 
 struct hy_backend {

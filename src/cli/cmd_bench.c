@@ -36,12 +36,14 @@ static const struct cli_cmd cmd = {
     "  --to LANG                target language for --translate (default en)\n"
     "  --quant q8|q4            quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                           q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8\n"
+    "  --batch-invariant        batch-invariant numerics (GPU; what they cost)\n"
     "  -h, --help               this text\n",
 };
 
 struct bench_opts {
     const char *model, *batches, *device, *kv, *translate, *to, *quant;
     int64_t prompt_len, gen_len, mbt, threads;
+    bool batch_inv;
 };
 
 struct row {
@@ -217,6 +219,7 @@ int cmd_bench(int argc, char **argv)
         {"translate", CLI_STR, &o.translate, 0, 0, false},
         {"to", CLI_STR, &o.to, 0, 0, false},
         {"quant", CLI_STR, &o.quant, 0, 0, false},
+        {"batch-invariant", CLI_FLAG, &o.batch_inv, 0, 0, false},
     };
     const char *pos[1];
     int n_pos, batches[BENCH_MAX_BATCHES];
@@ -244,6 +247,17 @@ int cmd_bench(int argc, char **argv)
         if (be)
             be->i->destroy(be);
         return 1;
+    }
+    if (o.batch_inv) {
+        st = be->i->set_batch_invariant
+                 ? be->i->set_batch_invariant(be, true, &err)
+                 : hy_err_set(&err, HY_E_UNSUPPORTED, "--batch-invariant needs the CUDA backend");
+        if (st) {
+            fprintf(stderr, "hymt bench: %s\n", err.msg);
+            hy_model_destroy(m);
+            be->i->destroy(be);
+            return 1;
+        }
     }
     char desc[320];
     printf("model %s: %lld layers, hidden %lld, vocab %lld; %s; load %.2f s\n",

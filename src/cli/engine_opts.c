@@ -16,7 +16,7 @@ int cli_engine_params(const struct cli_cmd *cmd, struct cli_engine_flags *f,
     return CLI_OK;
 }
 
-hy_status cli_kv_setup(const struct cli_engine_flags *f, const struct hy_backend *be,
+hy_status cli_kv_setup(const struct cli_engine_flags *f, struct hy_backend *be,
                        struct hy_engine_params *ep, struct hy_err *err)
 {
     const bool device = be->i->mem_info != NULL;
@@ -25,6 +25,14 @@ hy_status cli_kv_setup(const struct cli_engine_flags *f, const struct hy_backend
     if (f->gpu_frac > 0 && !device)
         return hy_err_set(err, HY_E_INVAL, "--gpu-memory-fraction needs a GPU (--device "
                           "cuda); the CPU backend takes --kv-memory");
+    if (f->batch_inv && !be->i->set_batch_invariant)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "--batch-invariant needs the CUDA backend "
+                          "(--device cuda); the %s backend does not offer it", be->i->name);
+    if (f->batch_inv) {
+        hy_status st = be->i->set_batch_invariant(be, true, err);
+        if (st)
+            return st;
+    }
     if (f->kv_bytes > 0)
         ep->kv_bytes = f->kv_bytes;
     else if (device)

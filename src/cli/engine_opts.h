@@ -22,6 +22,7 @@ struct cli_engine_flags {
     const char *kv;
     double gpu_frac;
     int64_t kv_bytes; /* --kv-memory parsed by cli_engine_params */
+    bool batch_inv;   /* --batch-invariant */
 };
 
 /* The flags' rows of a command's cli_opt table. */
@@ -30,14 +31,17 @@ struct cli_engine_flags {
     {"max-running", CLI_INT, &(f)->max_running, 1, 4096, false},                           \
     {"max-batch-tokens", CLI_INT, &(f)->mbt, 1, 1 << 20, false},                           \
     {"kv-memory", CLI_STR, &(f)->kv, 0, 0, false},                                         \
-    {"gpu-memory-fraction", CLI_REAL, &(f)->gpu_frac, 0.01, 1, false}
+    {"gpu-memory-fraction", CLI_REAL, &(f)->gpu_frac, 0.01, 1, false},                     \
+    {"batch-invariant", CLI_FLAG, &(f)->batch_inv, 0, 0, false}
 
 /* Usage lines for the two KV flags, for --help texts. */
 #define HY_CLI_KV_USAGE                                                                    \
     "  --kv-memory SIZE           KV cache size, e.g. 512M (default: 1G on the CPU; on a\n" \
     "                             GPU a share of its free memory, below)\n"                \
     "  --gpu-memory-fraction F    share of the GPU memory free after the weights and\n"    \
-    "                             the step scratch that the KV cache takes (default 0.9)\n"
+    "                             the step scratch that the KV cache takes (default 0.9)\n" \
+    "  --batch-invariant          a request's output the same whatever it is batched with\n" \
+    "                             (GPU; slower: fixed-order tensor-core sums, no split-K)\n"
 
 /* The engine parameters the flags set before the backend is known, into *ep (from the
  * engine defaults); parses --kv-memory into f->kv_bytes. CLI_ERR (message printed) on a
@@ -46,9 +50,11 @@ int cli_engine_params(const struct cli_cmd *cmd, struct cli_engine_flags *f,
                       struct hy_engine_params *ep);
 
 /* The rest, once the backend is known: ep->kv_bytes / ep->kv_fraction for backend be, and
- * ep->max_running when --max-running was not given and be is a device. HY_E_INVAL naming
- * the flag for both KV sizes given, or a fraction given for the CPU backend. */
-hy_status cli_kv_setup(const struct cli_engine_flags *f, const struct hy_backend *be,
+ * ep->max_running when --max-running was not given and be is a device; --batch-invariant
+ * switches be to batch-invariant numerics (backend.h; before the engine exists). HY_E_INVAL
+ * naming the flag for both KV sizes given, or a fraction given for the CPU backend;
+ * HY_E_UNSUPPORTED for --batch-invariant on a backend without it. */
+hy_status cli_kv_setup(const struct cli_engine_flags *f, struct hy_backend *be,
                        struct hy_engine_params *ep, struct hy_err *err);
 
 #endif

@@ -141,6 +141,9 @@ expect 2 "translate --gpu-memory-fraction out of range" -- "$HYMT" translate -m 
 expect 1 "translate --kv-memory and --gpu-memory-fraction" -- "$HYMT" translate -m "$T" \
     --to en --device cpu --kv-memory 64M --gpu-memory-fraction 0.5 "$TMP/doc.txt"
 contains "$TMP/err" "not both" "both KV sizes are refused"
+expect 1 "translate --batch-invariant on the CPU" -- "$HYMT" translate -m "$T" --to en \
+    --device cpu --batch-invariant "$TMP/doc.txt"
+contains "$TMP/err" "batch-invariant needs the CUDA backend" "--batch-invariant on the CPU is refused"
 printf 'bad \377 byte\n' >"$TMP/bad.txt"
 expect 1 "translate invalid UTF-8" -- "$HYMT" translate -m "$T" --to en "$TMP/bad.txt"
 contains "$TMP/err" "invalid UTF-8 at byte 4" "names the bad byte"

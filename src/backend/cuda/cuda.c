@@ -226,6 +226,22 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         c->xbf_x = NULL;
         return;
     }
+    if (c->invariant && w->dtype == HY_DTYPE_BF16) {
+        hy_cuda_bimm(c->stream, out, x, w->data, w->rows, w->cols, T, c->bi_part,
+                     HY_CUDA_BIMM_PART_FLOATS);
+        c->xbf_x = NULL;
+        return;
+    }
+    if (c->invariant && qt >= 0) { /* GEMVs: a row's sums do not depend on the others */
+        HY_ASSERT(w->cols % 4 == 0 && ((uintptr_t)x & 15) == 0);
+        for (int t0 = 0; t0 < T; t0 += 8)
+            hy_cuda_matmul_q(c->stream, c->blas, out + (int64_t)t0 * w->rows,
+                             x + (int64_t)t0 * w->cols, w->data, qt, w->rows, w->cols,
+                             T - t0 < 8 ? T - t0 : 8, false, c->xbf, c->xbf_cap, c->wbf,
+                             c->wbf_cap, c->cbuf, c->cbuf_cap);
+        c->xbf_x = NULL;
+        return;
+    }
     if (qt >= 0) { /* qmatmul */
         bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
         if (hy_cuda_matmul_q(c->stream, c->blas, out, x, w->data, qt, w->rows, w->cols, T, ready,
@@ -279,6 +295,7 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
         HY_ASSERT(seqs[i].pos0 >= 0 && seqs[i].n_tokens >= 0 && seqs[i].row >= 0);
         rows |= seqs[i].n_tokens > 1;
     }
+    rows = rows && !c->invariant; /* invariant: a tile a row, no split-K (below) */
     const int rt = rows ? hy_cuda_attention_rows_per_tile(n_head, n_kv, hd) : 1;
     size_t tiles = 0, nb = 0;
     for (int i = 0; i < n_seqs; i++) {
@@ -318,9 +335,10 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
     }
     if (hy_cuda_replaying(c))
         return;
-    int smax = rows ? 1
-                    : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
-                                             c->att_part_floats);
+    int smax = rows || c->invariant
+                   ? 1
+                   : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
+                                            c->att_part_floats);
     hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 4 * tiles, (int)tiles,
                       rows, smax, c->att_part, n_head, n_kv, hd, scale);
 }
@@ -426,6 +444,8 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFree(c->att_part));
         if (c->cbuf)
             HY_CUDA_CHECK(cudaFree(c->cbuf));
+        if (c->bi_part)
+            HY_CUDA_CHECK(cudaFree(c->bi_part));
         if (c->stage_d)
             HY_CUDA_CHECK(cudaFree(c->stage_d));
         if (c->stage_h)
@@ -435,6 +455,22 @@ static void cuda_destroy(struct hy_backend *be)
         free(c);
     }
     free(be);
+}
+
+static hy_status cuda_set_batch_invariant(struct hy_backend *be, bool on, struct hy_err *err)
+{
+    struct cuda_ctx *c = hy_cuda_ctx(be);
+    HY_ASSERT(c->mode == STEP_NONE && c->n_graphs == 0); /* before any recorded step */
+    if (on && !c->bi_part &&
+        cudaMalloc((void **)&c->bi_part, HY_CUDA_BIMM_PART_FLOATS * sizeof(float)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        c->bi_part = NULL;
+        return hy_err_set(err, HY_E_NOMEM, "cuda: no device memory for the batch-invariant "
+                          "matmul's %zu MiB of partial sums",
+                          HY_CUDA_BIMM_PART_FLOATS * sizeof(float) >> 20);
+    }
+    c->invariant = on;
+    return HY_OK;
 }
 
 /* cudaMemGetInfo of the backend's device; zeros if the call fails (it only reads). */
@@ -476,6 +512,7 @@ static const struct hy_backend_i cuda_iface = {
     .step_end = hy_cuda_step_end,
     .step_forget = hy_cuda_step_forget,
     .mem_info = cuda_mem_info,
+    .set_batch_invariant = cuda_set_batch_invariant,
 };
 
 bool hy_cuda_available(void)

@@ -63,6 +63,11 @@ struct cuda_ctx {
      * matmuls), allocated by the first quantized weight_upload */
     uint16_t *wbf;
     size_t wbf_cap;
+    /* Batch-invariant numerics (set_batch_invariant): bf16 matmuls through bimm.cu with its
+     * partial sums in bi_part [HY_CUDA_BIMM_PART_FLOATS], quantized ones as GEMVs of at most
+     * 8 rows, attention one row a tile without split-K. */
+    bool invariant;
+    float *bi_part;
 };
 
 /* The backend's context, with its device made current for this host thread (the runtime's
