@@ -72,17 +72,19 @@ static int qtype_of(enum hy_dtype t)
     case HY_DTYPE_Q8_0: return HY_CUDA_Q8_0;
     case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
     case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
+    case HY_DTYPE_Q4_K: return HY_CUDA_Q4_K;
+    case HY_DTYPE_Q6_K: return HY_CUDA_Q6_K;
     default: return -1;
     }
 }
 
-/* qmatmul: a Q8_0 / Q4_0 / Q4_G128 matrix is kept in its dtype, repacked on the host into
- * the split layout of qmatmul.h and copied; the first one allocates the dequantize
+/* qmatmul: a Q8_0 / Q4_0 / Q4_G128 / Q4_K / Q6_K matrix is kept in its dtype, repacked on
+ * the host into its device layout (qmatmul.h) and copied; the first one allocates the dequantize
  * scratch wbf. */
 static hy_status upload_quantized(struct hy_backend *be, struct cuda_ctx *c, struct hy_weight *w,
                                   int qt, struct hy_err *err)
 {
-    HY_ASSERT(hy_dtype_size(w->dtype) == (size_t)hy_cuda_q_block_qbytes(qt) + 2 &&
+    HY_ASSERT(hy_dtype_size(w->dtype) == (size_t)hy_cuda_q_block_bytes(qt) &&
               hy_dtype_block_elems(w->dtype) == hy_cuda_q_block(qt) &&
               w->cols % hy_cuda_q_block(qt) == 0);
     if (!c->wbf) {
@@ -111,8 +113,8 @@ static hy_status upload_quantized(struct hy_backend *be, struct cuda_ctx *c, str
 
 /* Matrices become bf16 (bf16 data is copied as it is; f16/f32 and the block types
  * other than those below rounded to nearest even on the host, a chunk at a time); vectors
- * (rows == 1: norm weights) become float32, exact. Q8_0, Q4_0 and Q4_G128 matrices stay
- * quantized (upload_quantized). */
+ * (rows == 1: norm weights) become float32, exact. Q8_0, Q4_0, Q4_G128, Q4_K and Q6_K
+ * matrices stay quantized (upload_quantized). */
 static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
                                     struct hy_err *err)
 {

@@ -1,5 +1,7 @@
 /* qmatmul.cu: matmul and embedding lookup with weight-only quantized matrices (Q8_0, Q4_0,
- * Q4_G128) in the split device layout of qmatmul.h, which has the contract.
+ * Q4_G128) in the split device layout of qmatmul.h, which has the contract. Q4_K and Q6_K
+ * have kernels of their own (qmatmul_k.cu), called from here; the chunked path below is
+ * shared.
  *
  * T <= 8 input rows: a weight-streaming GEMV in the style of matmul.cu's gemv_kernel. A
  * block owns R consecutive output rows (4 for T <= 4, 8 above); its threads split each
@@ -22,6 +24,8 @@
  * weights are read once per chunk of x plus the bf16 scratch written and read: about 2.5x
  * (Q8) to 5x (Q4) the bytes of the fused kernel this stands in for. */
 #include "backend/cuda/qmatmul.h"
+#include "backend/cuda/qlayout_k.h"
+#include "backend/cuda/qmatmul_k.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -43,14 +47,31 @@ template <> struct qtraits<HY_CUDA_Q4_G128> {
     static constexpr int B = 128, QB = 64, HI = 64;
 };
 
+/* Q4_K, Q6_K: GGUF's super-block types (qmatmul_k.cu). */
+static bool is_k(int qt)
+{
+    return qt == HY_CUDA_Q4_K || qt == HY_CUDA_Q6_K;
+}
+
 extern "C" int hy_cuda_q_block(int qt)
 {
-    return qt == HY_CUDA_Q4_G128 ? 128 : 32;
+    return is_k(qt) ? HY_QK_SUPER : qt == HY_CUDA_Q4_G128 ? 128 : 32;
 }
 
 extern "C" int hy_cuda_q_block_qbytes(int qt)
 {
-    return qt == HY_CUDA_Q8_0 ? 32 : qt == HY_CUDA_Q4_0 ? 16 : 64;
+    return qt == HY_CUDA_Q4_K   ? HY_QK_Q4K_BYTES - HY_QK_Q4K_HEAD
+           : qt == HY_CUDA_Q6_K ? HY_QK_Q6K_QBYTES
+           : qt == HY_CUDA_Q8_0 ? 32
+           : qt == HY_CUDA_Q4_0 ? 16
+                                : 64;
+}
+
+extern "C" int hy_cuda_q_block_bytes(int qt)
+{
+    return qt == HY_CUDA_Q4_K   ? HY_QK_Q4K_BYTES
+           : qt == HY_CUDA_Q6_K ? HY_QK_Q6K_BYTES
+                                : hy_cuda_q_block_qbytes(qt) + 2;
 }
 
 /* Offset of the scales in the split layout. */
@@ -62,11 +83,17 @@ static size_t scales_at(int qt, int64_t rows, int64_t cols)
 
 extern "C" size_t hy_cuda_q_bytes(int qt, int64_t rows, int64_t cols)
 {
+    if (is_k(qt))
+        return hy_qk_bytes(qt == HY_CUDA_Q6_K, rows, cols);
     return scales_at(qt, rows, cols) + (size_t)(rows * (cols / hy_cuda_q_block(qt))) * 2;
 }
 
 extern "C" void hy_cuda_q_repack(void *dst, const void *src, int qt, int64_t rows, int64_t cols)
 {
+    if (is_k(qt)) {
+        hy_qk_repack(dst, src, qt == HY_CUDA_Q6_K, rows, cols);
+        return;
+    }
     const size_t qb = (size_t)hy_cuda_q_block_qbytes(qt), bb = qb + 2; /* fp16 d, then quants */
     const size_t nb = (size_t)(rows * (cols / hy_cuda_q_block(qt))), at = scales_at(qt, rows, cols);
     unsigned char *q = (unsigned char *)dst, *s = q + at;
@@ -308,6 +335,10 @@ __global__ void q_embed_kernel(float *out, const unsigned char *wq, const uint16
 static void q_dequant_bf16(cudaStream_t st, int qt, uint16_t *dst, const void *w, int64_t rows,
                            int64_t cols, int64_t r0, int64_t nr, int64_t nr_pad)
 {
+    if (is_k(qt)) {
+        hy_cuda_qk_dequant_bf16(st, dst, w, qt, rows, cols, r0, nr, nr_pad);
+        return;
+    }
     const unsigned char *wq = (const unsigned char *)w;
     const uint16_t *ws = (const uint16_t *)(wq + scales_at(qt, rows, cols));
     const int64_t n8 = nr_pad * cols / 8;
@@ -330,7 +361,9 @@ extern "C" bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *ou
     if (cols % hy_cuda_q_block(qt) != 0 || rows < 1 || T < 1)
         hy_cuda_fail(__FILE__, __LINE__, "cols % B == 0 && rows, T >= 1", "bad qmatmul shape");
     if (T <= QG_MAX_T && !((uintptr_t)x & 15) && !((uintptr_t)w & 15)) {
-        if (qt == HY_CUDA_Q8_0)
+        if (is_k(qt))
+            hy_cuda_qk_gemv(st, out, x, w, qt, rows, cols, T);
+        else if (qt == HY_CUDA_Q8_0)
             qgemv_t<HY_CUDA_Q8_0>(st, out, x, w, rows, cols, T);
         else if (qt == HY_CUDA_Q4_0)
             qgemv_t<HY_CUDA_Q4_0>(st, out, x, w, rows, cols, T);
@@ -385,6 +418,10 @@ extern "C" void hy_cuda_embed_q(cudaStream_t st, float *out, const void *table, 
     const int64_t n = (int64_t)T * cols;
     if (n <= 0)
         return;
+    if (is_k(qt)) {
+        hy_cuda_qk_embed(st, out, table, qt, rows, cols, ids, T);
+        return;
+    }
     const unsigned char *wq = (const unsigned char *)table;
     const uint16_t *ws = (const uint16_t *)(wq + scales_at(qt, rows, cols));
     const unsigned blocks = (unsigned)((n + 255) / 256);

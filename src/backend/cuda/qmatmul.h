@@ -17,11 +17,21 @@
  * the block (same nibble order), so a row's quants are 16-byte aligned (QB*cols/B is a
  * multiple of 16) and every 16 bytes of them belong to one block: the GEMV reads them with
  * 16-byte loads. hy_cuda_q_bytes <= the blocks' own bytes + 16.
+ * GGUF's super-block types (B = 256; qlayout_k.h has their layouts, qmatmul_k.cu the
+ * kernels; values exactly llama.cpp's):
+ *   HY_CUDA_Q4_K    144-byte blocks kept as GGUF stores them (a 16-byte header: fp16 d,
+ *                   fp16 dmin, 12 bytes of 6-bit scales sc and mins m of 8 sub-blocks of
+ *                   32; then 128 bytes of nibbles q), value d*sc*q - dmin*m;
+ *   HY_CUDA_Q6_K    210-byte blocks split into all ql/qh (192 bytes a block), then all
+ *                   int8 scales (16 a block), then all fp16 d; value d*sc*(q - 32).
+ *   Both: hy_cuda_q_bytes == the blocks' own bytes, every 16-byte load aligned.
  *
  * Precision: T <= 8 input rows (and x 16-byte aligned): the quants and scales are
  * dequantized in registers and multiplied with float32 x, float32 sums (per 4 or 8
  * weights sum(q*x), times d, added to the row's sum): within a few float32 ulps per term of
- * the exact product with the dequantized weights. Larger T: a chunked dequantize, not a
+ * the exact product with the dequantized weights (Q4_K: of the terms d*sc*q*x and
+ * dmin*m*x, as the min is taken off per sub-block: sum over 16 x, times dmin*m; Q6_K: per
+ * 4 weights sum(q*x) times d*sc). Larger T: a chunked dequantize, not a
  * fused tensor-core kernel: rows of W are dequantized (d*q in float32, then rounded to
  * bf16, nearest even) into the bf16 scratch `wbf` a chunk of rows at a time, and each chunk
  * is multiplied by cuBLAS with x rounded to bf16 (as matmul.cu), float32 accumulation. */
@@ -38,15 +48,23 @@
 extern "C" {
 #endif
 
-enum hy_cuda_qtype { HY_CUDA_Q8_0 = 0, HY_CUDA_Q4_0 = 1, HY_CUDA_Q4_G128 = 2 };
+enum hy_cuda_qtype {
+    HY_CUDA_Q8_0 = 0,
+    HY_CUDA_Q4_0 = 1,
+    HY_CUDA_Q4_G128 = 2,
+    HY_CUDA_Q4_K = 3,
+    HY_CUDA_Q6_K = 4
+};
 
-/* Elements a block (B) and quant bytes a block (QB) of a type. */
+/* Elements a block (B), quant bytes a block (QB; Q4_K 128, Q6_K 192) and bytes of a block
+ * in its host (GGUF) layout (hy_dtype_size of the matching dtype) of a type. */
 int hy_cuda_q_block(int qt);
 int hy_cuda_q_block_qbytes(int qt);
-/* Device bytes of a rows x cols matrix in the split layout. */
+int hy_cuda_q_block_bytes(int qt);
+/* Device bytes of a rows x cols matrix in its device layout. */
 size_t hy_cuda_q_bytes(int qt, int64_t rows, int64_t cols);
 /* Repacks rows*cols/B blocks at src (host, the block layout, may be unaligned) into the
- * split layout at dst (host, hy_cuda_q_bytes bytes; the alignment gap is zeroed). */
+ * device layout at dst (host, hy_cuda_q_bytes bytes; the alignment gap is zeroed). */
 void hy_cuda_q_repack(void *dst, const void *src, int qt, int64_t rows, int64_t cols);
 
 /* out[T, rows] = x[T, cols] · Wᵀ, W in the split layout on the device. xbf, xbf_cap,
