@@ -153,8 +153,8 @@ struct hy_model_opts {
      * the head (a quantized copy of the embedding when tied) are quantized at load into
      * backend memory; the embedding table and the norms stay as stored. In-features must be
      * multiples of the type's block. On a backend with weight_upload (CUDA) each is
-     * quantized on the host and uploaded; Q4_K and Q6_K are refused there (CPU only for
-     * now). HY_DTYPE_F8_E4M3: per-tensor fp8, dequantized at load
+     * quantized on the host and uploaded (all five stay quantized on CUDA).
+     * HY_DTYPE_F8_E4M3: per-tensor fp8, dequantized at load
      * (model/load_quant.h). 0 (HY_DTYPE_F32): as stored; other values are refused. */
     enum hy_dtype quant;
 };

@@ -288,10 +288,6 @@ static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struc
         quant != HY_DTYPE_Q4_K && quant != HY_DTYPE_Q6_K)
         return hy_err_set(err, HY_E_INVAL, "load-time quantization to %s is not supported "
                           "(Q8_0, Q4_G128, Q4_0, Q4_K and Q6_K are)", hy_dtype_name(quant));
-    if (be->i->weight_upload && (quant == HY_DTYPE_Q4_K || quant == HY_DTYPE_Q6_K))
-        return hy_err_set(err, HY_E_UNSUPPORTED, "%s weights are not supported on the %s "
-                          "backend yet (CPU only; q8, q4 and q4_0 are)", hy_dtype_name(quant),
-                          be->i->name);
     int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
     struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
     struct hy_weight *saved = malloc((size_t)cap * sizeof *saved);
