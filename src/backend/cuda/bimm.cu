@@ -20,12 +20,14 @@
  * and k index 8+2t+e is column 32c + 8t + 2 + e: A and B use the same permutation of the
  * chunk's columns, so each product sums 16 distinct columns, each once.
  *
- * Launches: T <= 64 (decode steps): grid (row blocks, 1, S), a block of 4 warps takes 64 W
- * rows, up to 64 tokens and one segment; S > 1 writes P_s into `part` and a second kernel
- * adds them in order. T > 64: grid (row blocks, token blocks of 64); each warp walks the S
- * segments itself, adding P_s to its running sum in the same order. Both write each output
- * once. Speed is secondary here (this path exists for reproducibility): no shared memory,
- * x read through L1 by the four warps. */
+ * Launches: first x is split once into its hi and lo parts, stored in the order the lanes
+ * read them (xs: per token, chunk and t, the 8 bf16 of hi then the 8 of lo, 32 bytes), in
+ * the scratch `xs` (inputs larger than it go in chunks of whole tokens). T <= 64 (decode
+ * steps): grid (row blocks, 1, S), a block of 4 warps takes 64 W rows, up to 64 tokens and
+ * one segment; S > 1 writes P_s into `part` and a second kernel adds them in order. T > 64:
+ * grid (row blocks, token blocks of 64); each warp walks the S segments itself, adding P_s
+ * to its running sum in the same order. Both write each output once. W is read with the
+ * next chunk's loads issued before this chunk's products. */
 #include "backend/cuda/cuda_impl.h"
 
 #include <cuda_bf16.h>
@@ -74,11 +76,11 @@ __device__ __forceinline__ void split2(float x0, float x1, uint32_t &hi, uint32_
 
 struct bi_args {
     float *out, *part;
-    const float *x;
+    const uint4 *xs; /* the split x: [T][C][4 lanes][hi, lo] */
     const uint16_t *w;
     int64_t rows, cols;
     int T, S, C;
-    bool wvec, xvec; /* 16-byte loads allowed: cols % 8 == 0 (W), cols % 4 == 0 and x aligned */
+    bool wvec; /* 16-byte loads of W allowed: cols % 8 == 0 and W aligned */
 };
 
 /* Eight bf16 of W row `row` (clamped into the matrix) from column col, 0 past cols. */
@@ -100,25 +102,47 @@ __device__ __forceinline__ uint4 load_w(const struct bi_args &a, int64_t row, in
     return make_uint4(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
 }
 
-/* Eight floats of token tok's x from column col, 0 past cols or for tok >= T. */
-__device__ __forceinline__ void load_x(const struct bi_args &a, int tok, int64_t col, float (&v)[8])
+/* xs for tokens [0, T) of x [T, cols]: thread (tok, c, t) writes 2 uint4 (hi, lo) for
+ * columns 32c + 8t .. +7 (0 past cols). */
+__global__ void bimm_split(uint4 *xs, const float *x, int T, int64_t cols, int C, bool xvec)
+{
+    const int64_t n = (int64_t)T * C * 4;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t tok = i / (4 * C), c = i / 4 % C, t = i % 4;
+        const int64_t col = c * 32 + 8 * t;
+        const float *p = x + tok * cols + col;
+        float v[8];
+        if (xvec && col + 8 <= cols) {
+            float4 u = __ldg((const float4 *)p), w = __ldg((const float4 *)p + 1);
+            v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+            v[4] = w.x, v[5] = w.y, v[6] = w.z, v[7] = w.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                v[e] = col + e < cols ? p[e] : 0.0f;
+        }
+        uint4 h, l;
+        split2(v[0], v[1], h.x, l.x);
+        split2(v[2], v[3], h.y, l.y);
+        split2(v[4], v[5], h.z, l.z);
+        split2(v[6], v[7], h.w, l.w);
+        xs[2 * i] = h;
+        xs[2 * i + 1] = l;
+    }
+}
+
+/* Token tok's split x for chunk c, lane part t; 0 for tok >= T. */
+__device__ __forceinline__ void load_xs(const struct bi_args &a, int tok, int c, int t, uint4 &h,
+                                        uint4 &l)
 {
     if (tok >= a.T) {
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            v[i] = 0.0f;
+        h = l = make_uint4(0u, 0u, 0u, 0u);
         return;
     }
-    const float *p = a.x + (int64_t)tok * a.cols + col;
-    if (a.xvec && col + 8 <= a.cols) {
-        float4 u = __ldg((const float4 *)p), w = __ldg((const float4 *)p + 1);
-        v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
-        v[4] = w.x, v[5] = w.y, v[6] = w.z, v[7] = w.w;
-        return;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-        v[i] = col + i < a.cols ? p[i] : 0.0f;
+    const uint4 *p = a.xs + (((int64_t)tok * a.C + c) * 4 + t) * 2;
+    h = __ldg(p);
+    l = __ldg(p + 1);
 }
 
 /* P_s for the warp's 16 rows from r0 and NT n-tiles of tokens from t0, into acc. */
@@ -133,23 +157,32 @@ __device__ __forceinline__ void segment(const struct bi_args &a, int s, int64_t 
 #pragma unroll
         for (int e = 0; e < 4; e++)
             acc[j][e] = 0.0f;
+    if (c0 >= c1)
+        return;
+    uint4 wa = load_w(a, r0 + g, (int64_t)c0 * 32 + 8 * t);
+    uint4 wb = load_w(a, r0 + g + 8, (int64_t)c0 * 32 + 8 * t);
 #pragma unroll 2
     for (int c = c0; c < c1; c++) {
-        const int64_t col = (int64_t)c * 32 + 8 * t;
-        const uint4 wa = load_w(a, r0 + g, col), wb = load_w(a, r0 + g + 8, col);
+        uint4 na = wa, nb = wb;
+        if (NT <= 4 && c + 1 < c1) { /* the next chunk's W in flight during the products */
+            na = load_w(a, r0 + g, (int64_t)(c + 1) * 32 + 8 * t);
+            nb = load_w(a, r0 + g + 8, (int64_t)(c + 1) * 32 + 8 * t);
+        }
 #pragma unroll
         for (int j = 0; j < NT; j++) {
-            float v[8];
-            load_x(a, t0 + 8 * j + g, col, v);
-            uint32_t h0, l0, h1, l1, h2, l2, h3, l3;
-            split2(v[0], v[1], h0, l0);
-            split2(v[2], v[3], h1, l1);
-            split2(v[4], v[5], h2, l2);
-            split2(v[6], v[7], h3, l3);
-            mma16816(acc[j], wa.x, wb.x, wa.y, wb.y, h0, h1);
-            mma16816(acc[j], wa.x, wb.x, wa.y, wb.y, l0, l1);
-            mma16816(acc[j], wa.z, wb.z, wa.w, wb.w, h2, h3);
-            mma16816(acc[j], wa.z, wb.z, wa.w, wb.w, l2, l3);
+            uint4 h, l;
+            load_xs(a, t0 + 8 * j + g, c, t, h, l);
+            mma16816(acc[j], wa.x, wb.x, wa.y, wb.y, h.x, h.y);
+            mma16816(acc[j], wa.x, wb.x, wa.y, wb.y, l.x, l.y);
+            mma16816(acc[j], wa.z, wb.z, wa.w, wb.w, h.z, h.w);
+            mma16816(acc[j], wa.z, wb.z, wa.w, wb.w, l.z, l.w);
+        }
+        if (NT <= 4) {
+            wa = na;
+            wb = nb;
+        } else if (c + 1 < c1) { /* enough products a chunk: no registers for prefetching */
+            wa = load_w(a, r0 + g, (int64_t)(c + 1) * 32 + 8 * t);
+            wb = load_w(a, r0 + g + 8, (int64_t)(c + 1) * 32 + 8 * t);
         }
     }
 }
@@ -215,45 +248,64 @@ __global__ void __launch_bounds__(BI_WARPS * 32) bimm_large(struct bi_args a)
     store<8>(a.out, a.rows, a.T, r0, t0, sum);
 }
 
-extern "C" void hy_cuda_bimm(cudaStream_t st, float *out, const float *x, const uint16_t *w,
-                             int64_t rows, int64_t cols, int T, float *part, size_t part_cap)
+/* One launch for T <= 64 tokens (xs split already). */
+static void bimm_small_launch(cudaStream_t st, const struct bi_args &a, float *out, unsigned rb,
+                              size_t part_cap)
 {
-    if (T <= 0 || rows <= 0)
-        return;
-    struct bi_args a;
-    a.out = out;
-    a.part = part;
-    a.x = x;
-    a.w = w;
-    a.rows = rows;
-    a.cols = cols;
-    a.T = T;
-    a.S = hy_cuda_bimm_segments(rows, cols);
-    a.C = (int)((cols + 31) / 32);
-    a.wvec = cols % 8 == 0 && ((uintptr_t)w & 15) == 0;
-    a.xvec = cols % 4 == 0 && ((uintptr_t)x & 15) == 0;
-    const unsigned rb = (unsigned)((rows + BI_ROWS - 1) / BI_ROWS);
-    if (T > BI_TOK) {
-        bimm_large<<<dim3(rb, (unsigned)((T + BI_TOK - 1) / BI_TOK)), BI_WARPS * 32, 0, st>>>(a);
-        HY_CUDA_CHECK_LAUNCH();
-        return;
-    }
-    if (a.S > 1 && (size_t)a.S * (size_t)T * (size_t)rows > part_cap)
+    if (a.S > 1 && (size_t)a.S * (size_t)a.T * (size_t)a.rows > part_cap)
         hy_cuda_fail(__FILE__, __LINE__, "S * T * rows <= part_cap", "bimm scratch too small");
     const dim3 grid(rb, 1, (unsigned)a.S);
-    if (T <= 8)
+    if (a.T <= 8)
         bimm_small<1><<<grid, BI_WARPS * 32, 0, st>>>(a);
-    else if (T <= 16)
+    else if (a.T <= 16)
         bimm_small<2><<<grid, BI_WARPS * 32, 0, st>>>(a);
-    else if (T <= 32)
+    else if (a.T <= 32)
         bimm_small<4><<<grid, BI_WARPS * 32, 0, st>>>(a);
     else
         bimm_small<8><<<grid, BI_WARPS * 32, 0, st>>>(a);
     HY_CUDA_CHECK_LAUNCH();
     if (a.S > 1) {
-        const int64_t n = (int64_t)T * rows;
+        const int64_t n = (int64_t)a.T * a.rows;
         const unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-        bimm_sum<<<blocks, 256, 0, st>>>(out, part, n, a.S);
+        bimm_sum<<<blocks, 256, 0, st>>>(out, a.part, n, a.S);
         HY_CUDA_CHECK_LAUNCH();
+    }
+}
+
+extern "C" void hy_cuda_bimm(cudaStream_t st, float *out, const float *x, const uint16_t *w,
+                             int64_t rows, int64_t cols, int T, void *xs, size_t xs_bytes,
+                             float *part, size_t part_cap)
+{
+    if (T <= 0 || rows <= 0)
+        return;
+    struct bi_args a;
+    a.part = part;
+    a.xs = (const uint4 *)xs;
+    a.w = w;
+    a.rows = rows;
+    a.cols = cols;
+    a.S = hy_cuda_bimm_segments(rows, cols);
+    a.C = (int)((cols + 31) / 32);
+    a.wvec = cols % 8 == 0 && ((uintptr_t)w & 15) == 0;
+    const bool xvec = cols % 4 == 0 && ((uintptr_t)x & 15) == 0;
+    const unsigned rb = (unsigned)((rows + BI_ROWS - 1) / BI_ROWS);
+    const int64_t tok_bytes = (int64_t)a.C * 128; /* a token's split x */
+    int64_t chunk = (int64_t)(xs_bytes / (size_t)tok_bytes);
+    if (chunk < BI_TOK && chunk < T)
+        hy_cuda_fail(__FILE__, __LINE__, "xs_bytes >= 64 tokens", "bimm x scratch too small");
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+        a.T = (int)(T - t0 < chunk ? T - t0 : chunk);
+        a.out = out + t0 * rows;
+        const int64_t n = (int64_t)a.T * a.C * 4;
+        const unsigned sb = (unsigned)((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192);
+        bimm_split<<<sb, 256, 0, st>>>((uint4 *)xs, x + t0 * cols, a.T, cols, a.C, xvec);
+        HY_CUDA_CHECK_LAUNCH();
+        if (a.T > BI_TOK) {
+            bimm_large<<<dim3(rb, (unsigned)((a.T + BI_TOK - 1) / BI_TOK)), BI_WARPS * 32, 0,
+                         st>>>(a);
+            HY_CUDA_CHECK_LAUNCH();
+        } else {
+            bimm_small_launch(st, a, a.out, rb, part_cap);
+        }
     }
 }

@@ -229,8 +229,8 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         return;
     }
     if (c->invariant && w->dtype == HY_DTYPE_BF16) {
-        hy_cuda_bimm(c->stream, out, x, w->data, w->rows, w->cols, T, c->bi_part,
-                     HY_CUDA_BIMM_PART_FLOATS);
+        hy_cuda_bimm(c->stream, out, x, w->data, w->rows, w->cols, T, c->xbf,
+                     c->xbf_cap * sizeof(uint16_t), c->bi_part, HY_CUDA_BIMM_PART_FLOATS);
         c->xbf_x = NULL;
         return;
     }

@@ -92,12 +92,14 @@ bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const
                          size_t cbuf_cap);
 /* bimm.cu: the batch-invariant matmul (the rule in bimm.cu): out[T, rows] = x · Wᵀ, W bf16,
  * x split into bf16 high and low parts, tensor-core products in float32, a token's result
- * the same bits whatever else the call holds. part: float32 scratch of part_cap >=
- * hy_cuda_bimm_part_floats(rows, cols) (S x 64 x rows, at most HY_CUDA_BIMM_PART_FLOATS for
- * any shape) for the partial sums of calls with T <= 64. */
+ * the same bits whatever else the call holds. xs: scratch of xs_bytes for the split x
+ * (ceil(cols/32) x 128 bytes a token; at least 64 tokens' worth, or T's; more tokens go in
+ * chunks). part: float32 scratch of part_cap >= hy_cuda_bimm_part_floats(rows, cols)
+ * (S x 64 x rows, at most HY_CUDA_BIMM_PART_FLOATS for any shape) for the partial sums of
+ * calls with T <= 64. */
 #define HY_CUDA_BIMM_PART_FLOATS ((size_t)64 * 2048 * 16)
 void hy_cuda_bimm(cudaStream_t st, float *out, const float *x, const uint16_t *w, int64_t rows,
-                  int64_t cols, int T, float *part, size_t part_cap);
+                  int64_t cols, int T, void *xs, size_t xs_bytes, float *part, size_t part_cap);
 int hy_cuda_bimm_segments(int64_t rows, int64_t cols);
 size_t hy_cuda_bimm_part_floats(int64_t rows, int64_t cols);
 

@@ -10,6 +10,7 @@
  *   float32, and each output passes through 2 cols/16 tensor-core accumulations plus S
  *   adds, each within 2^-22 of the running magnitude (tensor cores may truncate): so
  *   |err| <= (2^-16 + (cols/4 + 64)·2^-23)·Σ|x_c w_c| with a factor 2 to spare.
+ *   The backend's x scratch is made small, so that the larger calls go in chunks of tokens.
  * - attention: a batch mixing prefill rows and decode rows, the same rows as other chunks,
  *   and each row alone must agree bit for bit.
  * Prints the worst matmul error/bound. Exits 77 (skip) when no CUDA device is present. */
@@ -183,7 +184,9 @@ int main(void)
     struct rng r = {0x9e3779b97f4a7c15ull};
     struct hy_backend *be = NULL;
     struct hy_err err;
-    CHECKF(hy_cuda_backend_create(&be, 0, &err) == HY_OK, "%s", err.msg);
+    /* a small matmul scratch: 150 tokens of 2048 columns split x in chunks of 64 tokens */
+    const struct hy_cuda_opts opts = {.matmul_scratch = (size_t)1 << 18};
+    CHECKF(hy_cuda_backend_create_opts(&be, 0, &opts, &err) == HY_OK, "%s", err.msg);
     if (!be)
         return test_result();
     CHECKF(be->i->set_batch_invariant &&
