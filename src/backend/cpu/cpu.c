@@ -19,13 +19,19 @@ static struct hy_cpu_ctx *ctx_of(struct hy_backend *be)
     return be->ctx;
 }
 
+static void ctx_free(struct hy_cpu_ctx *c)
+{
+    hy_pool_destroy(c->pool);
+    for (int i = 0; i < HY_POOL_MAX_THREADS; i++)
+        free(c->pack[i]);
+    free(c);
+}
+
 static void cpu_destroy(struct hy_backend *be)
 {
     if (!be)
         return;
-    struct hy_cpu_ctx *c = ctx_of(be);
-    hy_pool_destroy(c->pool);
-    free(c);
+    ctx_free(ctx_of(be));
     free(be);
 }
 
@@ -289,13 +295,21 @@ static bool pick_kernels(struct hy_cpu_kernels *k, enum hy_cpu_isa isa)
     }
 }
 
+/* Whether some dtype's kernels pack weights (the threads then get pack buffers). */
+static bool has_pack(const struct hy_cpu_kernels *k)
+{
+    for (int d = 0; d < HY_DTYPE_COUNT; d++)
+        if (k->mm[d].q_pack)
+            return true;
+    return false;
+}
+
 static hy_status make_backend(struct hy_backend **out, const struct hy_backend_i *iface,
                               struct hy_cpu_ctx *c, struct hy_err *err)
 {
     struct hy_backend *be = calloc(1, sizeof *be);
     if (!be) {
-        hy_pool_destroy(c->pool);
-        free(c);
+        ctx_free(c);
         return hy_err_set(err, HY_E_NOMEM, "cpu backend: out of memory");
     }
     be->i = iface;
@@ -322,6 +336,12 @@ hy_status hy_cpu_backend_create_isa(struct hy_backend **out, int n_threads, enum
         return st;
     }
     c->n_threads = hy_pool_size(c->pool);
+    if (has_pack(&c->k))
+        for (int i = 0; i < c->n_threads; i++)
+            if (!(c->pack[i] = aligned_alloc(64, HY_CPU_PACK_BYTES))) {
+                ctx_free(c);
+                return hy_err_set(err, HY_E_NOMEM, "cpu backend: out of memory");
+            }
     return make_backend(out, &fast_iface, c, err);
 }
 

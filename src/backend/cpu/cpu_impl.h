@@ -95,7 +95,22 @@ struct hy_cpu_mm_kernels {
                       size_t stride, int64_t n, bool add);
     /* Values per activation scale the q_ kernels need (32 or 128; 0 means 32). */
     int xq_block;
+    /* (optional, with the q_ kernels) Prefill through packed weights. q_pack converts rows
+     * [0, nr) of w (1 <= nr <= HY_CPU_PANEL, consecutive rows `stride` bytes apart; n
+     * columns from a block boundary, n a multiple of 128) into buf (n/128 *
+     * pack_group_bytes bytes, 64-byte aligned) in the kernel's own layout, rows past nr as
+     * zeros. q_gemm then sets (add: adds to) y[t*ys + i] = x[t] · row i for t < nt
+     * (1 <= nt <= HY_CPU_GEMM_TOKENS) and i < nr; x[t] at the packed columns' first one.
+     * Each output's arithmetic does not depend on nt, nr or the other rows and tokens. */
+    void (*q_pack)(void *buf, const void *w, size_t stride, int nr, int64_t n);
+    void (*q_gemm)(float *y, int64_t ys, const struct hy_cpu_xq *x, int nt, const void *buf,
+                   int nr, int64_t n, bool add);
+    size_t pack_group_bytes; /* bytes of 128 packed columns of a panel */
 };
+
+/* Rows of a packed panel, tokens of one q_gemm call. */
+#define HY_CPU_PANEL 32
+#define HY_CPU_GEMM_TOKENS 4
 
 struct hy_cpu_kernels {
     enum hy_cpu_isa isa;
@@ -123,10 +138,18 @@ void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float
 void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k);
+/* Adds the packed prefill kernels (gemm_avx512.c) to an AVX-512 VNNI kernel set. */
+void hy_cpu_gemm_avx512(struct hy_cpu_kernels *k);
 
 /* Values of quantized activations one matmul call holds at once: matmul quantizes up to
  * this many (a slab of tokens) and runs the slab; larger calls take several slabs. */
 #define HY_CPU_XQ_ELEMS (512 * 1024)
+
+/* Columns of a weight panel packed at once (its bytes stay in L1/L2 while every token of
+ * the call passes), and the size of each thread's pack buffer. */
+#define HY_CPU_PACK_COLS 2048
+#define HY_CPU_PACK_GROUP_MAX (33 * 4 * HY_CPU_PANEL) /* largest pack_group_bytes */
+#define HY_CPU_PACK_BYTES ((HY_CPU_PACK_COLS / 128) * (size_t)HY_CPU_PACK_GROUP_MAX)
 
 /* Private state of both CPU backends. */
 struct hy_cpu_ctx {
@@ -135,6 +158,8 @@ struct hy_cpu_ctx {
     bool ref;
     struct hy_cpu_kernels k; /* unused by the reference backend */
     /* quantized activations of the running matmul (engine thread; read by the pool) */
+    /* per pool thread (tid): a packed weight panel, HY_CPU_PACK_BYTES (NULL: no q_pack) */
+    unsigned char *pack[HY_POOL_MAX_THREADS];
     int8_t xq_q[HY_CPU_XQ_ELEMS];
     float xq_d[HY_CPU_XQ_ELEMS / 32], xq_s[HY_CPU_XQ_ELEMS / 32], xq_d8[HY_CPU_XQ_ELEMS / 4];
 };

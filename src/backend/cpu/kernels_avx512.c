@@ -565,6 +565,7 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
         k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
         k->mm[HY_DTYPE_Q4_G128].xq_block = 128;
+        hy_cpu_gemm_avx512(k);
         k->mm[HY_DTYPE_Q4_0].q_rows4 = q_rows4_q4_0;
         k->mm[HY_DTYPE_Q4_0].q_dot = q_dot_q4_0;
         k->mm[HY_DTYPE_Q4_0].q_tile4x4 = q_tile_q4_0;

@@ -236,7 +236,8 @@ INL float bdot_gen(const float *x, const void *w, int64_t cols, enum hy_dtype dt
             }                                                                                   \
     }                                                                                           \
     static const struct hy_cpu_mm_kernels block_##sfx = {                                       \
-        brows4_##sfx, btoks4_##sfx, bdot_##sfx, btile_##sfx, qrows4_##sfx, qdot_##sfx, qtile_##sfx, 32};
+        .rows4 = brows4_##sfx, .toks4 = btoks4_##sfx, .dot = bdot_##sfx, .tile4x4 = btile_##sfx,  \
+        .q_rows4 = qrows4_##sfx, .q_dot = qdot_##sfx, .q_tile4x4 = qtile_##sfx, .xq_block = 32};
 
 BLOCK_KERNELS(q4_0, HY_DTYPE_Q4_0)
 BLOCK_KERNELS(q4_k, HY_DTYPE_Q4_K)

@@ -25,6 +25,8 @@
 #define BLOCK_BYTES (128 * 1024)
 /* Fewest 4-row groups a thread gets; below this the call runs on fewer threads. */
 #define MIN_GROUPS_PER_THREAD 2
+/* Fewest tokens for which packing weight panels (q_pack) pays. */
+#define PACK_MIN_TOKENS 4
 _Static_assert(CHUNK_COLS % HY_QK_K == 0, "a column chunk must start on a block of every dtype");
 
 struct mm_job {
@@ -34,6 +36,7 @@ struct mm_job {
     const struct hy_cpu_ctx *xq; /* int8 activations [T, cols] in xq_*, or NULL: x */
     const unsigned char *w; /* [rows, cols] of the weight's dtype */
     size_t row_bytes, chunk_bytes; /* bytes of a row, of CHUNK_COLS columns of a row */
+    size_t pack_bytes;             /* bytes of HY_CPU_PACK_COLS columns of a row */
     int64_t rows, cols;
     int T;
     int64_t block_rows;
@@ -131,6 +134,36 @@ static void mm_range(void *ctx, int64_t g0, int64_t g1, int tid)
     }
 }
 
+/* Panels [p0, p1) of HY_CPU_PANEL rows (the last one may be short) through the packed
+ * kernels: a panel's columns are packed HY_CPU_PACK_COLS at a time into this thread's
+ * buffer, then every 4-token group of the slab runs over them (the first column chunk
+ * stores, later ones add). Every row goes through the same arithmetic whichever thread
+ * and panel it falls in. */
+static void packed_range(void *ctx, int64_t p0, int64_t p1, int tid)
+{
+    const struct mm_job *j = ctx;
+    unsigned char *buf = j->xq->pack[tid];
+    HY_ASSERT(buf);
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t r0 = p * HY_CPU_PANEL;
+        int nr = (int)(j->rows - r0 < HY_CPU_PANEL ? j->rows - r0 : HY_CPU_PANEL);
+        const unsigned char *wp = j->w + (size_t)r0 * j->row_bytes;
+        for (int64_t k0 = 0; k0 < j->cols; k0 += HY_CPU_PACK_COLS) {
+            int64_t kn = j->cols - k0 < HY_CPU_PACK_COLS ? j->cols - k0 : HY_CPU_PACK_COLS;
+            j->k->q_pack(buf, wp + (size_t)(k0 / HY_CPU_PACK_COLS) * j->pack_bytes,
+                         j->row_bytes, nr, kn);
+            for (int t = 0; t < j->T; t += HY_CPU_GEMM_TOKENS) {
+                int nt = j->T - t < HY_CPU_GEMM_TOKENS ? j->T - t : HY_CPU_GEMM_TOKENS;
+                struct hy_cpu_xq xt[HY_CPU_GEMM_TOKENS];
+                for (int u = 0; u < nt; u++)
+                    xt[u] = xq_token(j, t + u, k0);
+                j->k->q_gemm(j->out + (int64_t)t * j->rows + r0, j->rows, xt, nt, buf, nr, kn,
+                             k0 > 0);
+            }
+        }
+    }
+}
+
 struct xq_job {
     struct hy_cpu_ctx *c;
     const float *x;
@@ -176,6 +209,13 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 .T = n,
             };
             j.block_rows = (int64_t)(BLOCK_BYTES / j.chunk_bytes) & ~(int64_t)3;
+            if (k->q_pack && T >= PACK_MIN_TOKENS && w->cols % 128 == 0) {
+                HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
+                j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
+                hy_pool_for(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1, packed_range,
+                            &j);
+                continue;
+            }
             hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
         }
         return;

@@ -6,8 +6,10 @@
  *  - int8-activation kernels (q_rows4, q_dot, q_tile4x4) against hy_cpu_q_dot_ref (the same
  *    integers, another float summation order: float rounding only), and against the exact
  *    fp32-activation product (the activation quantization error, bounded below);
- *  - the backend's matmul (1, 2, 3 threads; T = 1, 2, 5, 17) against hy_ref_matmul, and the
- *    thread counts against each other bit for bit.
+ *  - the packed prefill kernels (q_pack, q_gemm) against hy_cpu_q_dot_ref, and each token's
+ *    result independent of the other tokens of the call;
+ *  - the backend's matmul (1, 2, 3 threads; T = 1, 2, 5, 9, 17, 64) against hy_ref_matmul,
+ *    and the thread counts against each other bit for bit.
  * Weights sit at odd addresses. Worst error/bound ratios are printed. */
 #include "backend/cpu/cpu_impl.h"
 #include "core/quant.h"
@@ -236,6 +238,62 @@ static void kernels_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_
     qweight_free(&w);
 }
 
+/* The packed prefill kernels (q_pack, q_gemm): `rows` rows (panels of HY_CPU_PANEL, the
+ * last one short) against T tokens, each output against hy_cpu_q_dot_ref within q_bound;
+ * a token's results the same bit for bit whatever the number of tokens of the call
+ * (1..HY_CPU_GEMM_TOKENS), and adding (add) a second pass doubles them exactly. */
+static void packed_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_dtype dt,
+                        int64_t rows, int64_t cols)
+{
+    const struct hy_cpu_mm_kernels *mk = &k->mm[dt];
+    if (!mk->q_pack)
+        return;
+    enum { T = HY_CPU_GEMM_TOKENS };
+    struct qweight w;
+    qweight_make(&w, r, dt, rows, cols);
+    float *x = fmalloc(T * cols), *y = fmalloc(T * rows), *y1 = fmalloc(T * rows);
+    rng_fill(r, x, T * cols, 2.0f);
+    struct qx xq;
+    qx_make(&xq, k, x, T, cols, mk->xq_block ? mk->xq_block : 32);
+    void *buf = aligned_alloc(64, (size_t)(cols / 128) * mk->pack_group_bytes);
+    CHECK(buf != NULL);
+    double worst = 0;
+    int differ = 0, not_double = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += HY_CPU_PANEL) {
+        int nr = (int)(rows - r0 < HY_CPU_PANEL ? rows - r0 : HY_CPU_PANEL);
+        mk->q_pack(buf, w.data + (size_t)r0 * w.row_bytes, w.row_bytes, nr, cols);
+        mk->q_gemm(y + r0, rows, xq.tok, T, buf, nr, cols, false);
+        for (int t = 0; t < T; t++) /* one token a call, then added once more */
+            mk->q_gemm(y1 + t * rows + r0, rows, &xq.tok[t], 1, buf, nr, cols, false);
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < nr; i++)
+                differ += y[t * rows + r0 + i] != y1[t * rows + r0 + i];
+        mk->q_gemm(y1 + r0, rows, xq.tok, T - 1, buf, nr, cols, true);
+        for (int t = 0; t < T - 1; t++)
+            for (int i = 0; i < nr; i++)
+                not_double += y1[t * rows + r0 + i] != 2.0f * y[t * rows + r0 + i];
+    }
+    for (int t = 0; t < T; t++)
+        for (int64_t o = 0; o < rows; o++) {
+            const unsigned char *wr = w.data + (size_t)o * w.row_bytes;
+            double ref = hy_cpu_q_dot_ref(dt, &xq.tok[t], wr, cols);
+            worst = fmax(worst, ratio(fabs(y[t * rows + o] - ref), q_bound(dt, &xq.tok[t], wr, cols)));
+        }
+    CHECKF(worst <= 1.0, "%s %s packed %lldx%lld: vs int8 reference %.3g", k->name,
+           hy_dtype_name(dt), (long long)rows, (long long)cols, worst);
+    CHECKF(differ == 0, "%s %s packed: %d results change with the tokens of the call", k->name,
+           hy_dtype_name(dt), differ);
+    CHECKF(not_double == 0, "%s %s packed: add is not exact (%d)", k->name, hy_dtype_name(dt),
+           not_double);
+    worst_q = fmax(worst_q, worst);
+    free(buf);
+    qx_free(&xq);
+    free(x);
+    free(y);
+    free(y1);
+    qweight_free(&w);
+}
+
 /* The backend's matmul with n threads against the reference (dequantized weights, float
  * activations): the int8 bound qx_bound per output; all thread counts bit-identical. */
 static void matmul_case(struct hy_backend *be[3], struct rng *r, enum hy_dtype dt, int64_t rows,
@@ -314,7 +372,7 @@ int main(void)
     static const enum hy_cpu_isa isas[] = {HY_CPU_ISA_SCALAR, HY_CPU_ISA_AVX2, HY_CPU_ISA_AVX512};
     static const int64_t cols_list[] = {256, 512, 1280, 2048, 4096};
     static const int64_t mm_shapes[][3] = {{37, 256, 1}, {70, 512, 2}, {9, 1280, 5}, {131, 2048, 17},
-                                           {6, 4096, 1}};
+                                           {6, 4096, 1}, {45, 2304, 9}, {33, 512, 6}};
     for (int ii = 0; ii < 3; ii++) {
         struct hy_cpu_kernels k;
         bool ok = true;
@@ -330,6 +388,9 @@ int main(void)
         for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
             for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
                 kernels_case(&k, &r, block_dtypes[d], cols_list[c]);
+        for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
+            for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
+                packed_case(&k, &r, block_dtypes[d], c % 2 ? 45 : 16, cols_list[c]);
         struct hy_backend *be[3] = {NULL, NULL, NULL};
         hy_status st = HY_OK;
         for (int n = 0; n < 3 && st == HY_OK; n++)
