@@ -1,9 +1,18 @@
 /* cuda_matmul.cu: times the CUDA backend's bf16 matmuls on the 7B shapes: the default path
  * (hy_cuda_matmul_bf16: weight-streaming GEMV up to 8 rows, cuBLAS above) against the
- * batch-invariant one (hy_cuda_bimm), at several token counts. Prints microseconds a call,
+ * batch-invariant one (hy_cuda_bimm), at several token counts, and cuBLAS alone (a copy of
+ * matmul.cu without its GEMV). Prints microseconds a call,
  * the weight bytes a second and the TFLOP/s. Not a test: built with the CUDA backend as
  * build/bench/cuda_matmul, run by hand or by bench/gpu_*.sh on the GPU machine. */
 #include "backend/cuda/cuda_impl.h"
+
+/* a second copy of the default matmul that never takes the GEMV: cuBLAS at every T */
+#define GEMV_MAX_T 0
+#define hy_cuda_matmul_bf16 bench_matmul_cublas
+#define hy_cuda_matmul_f32 bench_matmul_f32_unused
+#include "../src/backend/cuda/matmul.cu"
+#undef hy_cuda_matmul_bf16
+#undef hy_cuda_matmul_f32
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +54,13 @@ static void run_default(void *p)
                         c->xbf, c->xbf_cap, c->cbuf, c->cbuf_cap);
 }
 
+static void run_cublas(void *p)
+{
+    struct call *c = (struct call *)p;
+    bench_matmul_cublas(c->st, c->blas, c->out, c->x, c->w, c->rows, c->cols, c->T, true, false,
+                        c->xbf, c->xbf_cap, c->cbuf, c->cbuf_cap);
+}
+
 static void run_bimm(void *p)
 {
     struct call *c = (struct call *)p;
@@ -66,7 +82,7 @@ int main(void)
     static const int64_t shapes[][2] = {
         {4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}, {128168, 4096}};
     static const char *names[] = {"q/o", "k/v", "gate/up", "down", "head"};
-    static const int Ts[] = {1, 8, 64, 256, 2048};
+    static const int Ts[] = {1, 2, 4, 5, 8, 16, 64, 256, 2048};
     struct call c;
     const int64_t maxw = 128168 * 4096, maxx = 2048 * 14336, maxo = 2048 * (int64_t)128168;
     HY_CUDA_CHECK(cudaStreamCreate(&c.st));
@@ -84,19 +100,20 @@ int main(void)
     fill<<<4096, 256, 0, c.st>>>(c.w, maxw, 1);
     fill<<<4096, 256, 0, c.st>>>((uint16_t *)c.x, maxx * 2, 2); /* x: any finite floats */
     HY_CUDA_CHECK(cudaStreamSynchronize(c.st));
-    printf("| shape | rows x cols | T | default us | bimm us | default GB/s | bimm GB/s | "
-           "default TFLOP/s | bimm TFLOP/s |\n|---|---|---|---|---|---|---|---|---|\n");
+    printf("| shape | rows x cols | T | default us | cuBLAS us | bimm us | default GB/s | "
+           "bimm GB/s | default TFLOP/s | bimm TFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int s = 0; s < 5; s++)
-        for (int ti = 0; ti < 5; ti++) {
+        for (int ti = 0; ti < 9; ti++) {
             c.rows = shapes[s][0];
             c.cols = shapes[s][1];
             c.T = Ts[ti];
             if (s == 4 && c.T > 256)
                 continue;
             float d = time_it(c.st, run_default, &c), b = time_it(c.st, run_bimm, &c);
+            float cb = time_it(c.st, run_cublas, &c);
             double bytes = (double)c.rows * c.cols * 2, fl = 2.0 * c.rows * c.cols * c.T;
-            printf("| %s | %lldx%lld | %d | %.1f | %.1f | %.0f | %.0f | %.1f | %.1f |\n", names[s],
-                   (long long)c.rows, (long long)c.cols, c.T, d, b, bytes / d / 1e3,
+            printf("| %s | %lldx%lld | %d | %.1f | %.1f | %.1f | %.0f | %.0f | %.1f | %.1f |\n",
+                   names[s], (long long)c.rows, (long long)c.cols, c.T, d, cb, b, bytes / d / 1e3,
                    bytes / b / 1e3, fl / d / 1e6, fl / b / 1e6);
         }
     return 0;

@@ -26,8 +26,8 @@
  * steps): grid (row blocks, 1, S), a block of 4 warps takes 64 W rows, up to 64 tokens and
  * one segment; S > 1 writes P_s into `part` and a second kernel adds them in order. T > 64:
  * grid (row blocks, token blocks of 64); each warp walks the S segments itself, adding P_s
- * to its running sum in the same order. Both write each output once. W is read with the
- * next chunk's loads issued before this chunk's products. */
+ * to its running sum in the same order. Both write each output once. A warp issues the
+ * loads of several chunks (8 for one n-tile) before their products. */
 #include "backend/cuda/cuda_impl.h"
 
 #include <cuda_bf16.h>
@@ -157,32 +157,32 @@ __device__ __forceinline__ void segment(const struct bi_args &a, int s, int64_t 
 #pragma unroll
         for (int e = 0; e < 4; e++)
             acc[j][e] = 0.0f;
-    if (c0 >= c1)
-        return;
-    uint4 wa = load_w(a, r0 + g, (int64_t)c0 * 32 + 8 * t);
-    uint4 wb = load_w(a, r0 + g + 8, (int64_t)c0 * 32 + 8 * t);
-#pragma unroll 2
-    for (int c = c0; c < c1; c++) {
-        uint4 na = wa, nb = wb;
-        if (NT <= 4 && c + 1 < c1) { /* the next chunk's W in flight during the products */
-            na = load_w(a, r0 + g, (int64_t)(c + 1) * 32 + 8 * t);
-            nb = load_w(a, r0 + g + 8, (int64_t)(c + 1) * 32 + 8 * t);
+    /* D chunks' loads are issued before their products: more bytes in flight a warp where
+     * few tokens leave registers free (NT = 1: 8 chunks, 16 registers each) */
+    constexpr int D = NT == 1 ? 8 : NT == 2 ? 4 : NT == 4 ? 2 : 1;
+    for (int cb = c0; cb < c1; cb += D) {
+        uint4 wa[D], wb[D], xh[D][NT], xl[D][NT];
+#pragma unroll
+        for (int d = 0; d < D; d++) {
+            const int c = cb + d < c1 ? cb + d : c1 - 1; /* past the segment: reread, unused */
+            wa[d] = load_w(a, r0 + g, (int64_t)c * 32 + 8 * t);
+            wb[d] = load_w(a, r0 + g + 8, (int64_t)c * 32 + 8 * t);
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                load_xs(a, t0 + 8 * j + g, c, t, xh[d][j], xl[d][j]);
         }
 #pragma unroll
-        for (int j = 0; j < NT; j++) {
-            uint4 h, l;
-            load_xs(a, t0 + 8 * j + g, c, t, h, l);
-            mma16816(acc[j], wa.x, wb.x, wa.y, wb.y, h.x, h.y);
-            mma16816(acc[j], wa.x, wb.x, wa.y, wb.y, l.x, l.y);
-            mma16816(acc[j], wa.z, wb.z, wa.w, wb.w, h.z, h.w);
-            mma16816(acc[j], wa.z, wb.z, wa.w, wb.w, l.z, l.w);
-        }
-        if (NT <= 4) {
-            wa = na;
-            wb = nb;
-        } else if (c + 1 < c1) { /* enough products a chunk: no registers for prefetching */
-            wa = load_w(a, r0 + g, (int64_t)(c + 1) * 32 + 8 * t);
-            wb = load_w(a, r0 + g + 8, (int64_t)(c + 1) * 32 + 8 * t);
+        for (int d = 0; d < D; d++) {
+            if (cb + d >= c1)
+                break;
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                const uint4 h = xh[d][j], l = xl[d][j];
+                mma16816(acc[j], wa[d].x, wb[d].x, wa[d].y, wb[d].y, h.x, h.y);
+                mma16816(acc[j], wa[d].x, wb[d].x, wa[d].y, wb[d].y, l.x, l.y);
+                mma16816(acc[j], wa[d].z, wb[d].z, wa[d].w, wb[d].w, h.z, h.w);
+                mma16816(acc[j], wa[d].z, wb[d].z, wa[d].w, wb[d].w, l.z, l.w);
+            }
         }
     }
 }

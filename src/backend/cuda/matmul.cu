@@ -12,7 +12,9 @@
  * scratch go in chunks of whole rows. */
 #include "backend/cuda/cuda_impl.h"
 
-#define GEMV_MAX_T 8
+#ifndef GEMV_MAX_T
+#define GEMV_MAX_T 8 /* bench/cuda_matmul.cu compiles a copy with 0: cuBLAS only */
+#endif
 #define GEMV_THREADS 256
 #ifndef GEMV_R_BIG
 #define GEMV_R_BIG 8 /* rows per block for T >= 5 */
