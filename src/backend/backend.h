@@ -91,6 +91,17 @@ struct hy_backend_i {
      * w->dtype at the copy; free it with free(be, w->data). On failure *w is unchanged.
      * NULL (the CPU backends): the ops read weights where they lie. */
     hy_status (*weight_upload)(struct hy_backend *be, struct hy_weight *w, struct hy_err *err);
+    /* (optional) Copies an fp8 weight into backend memory once, at load, keeping it fp8:
+     * codes (host, float8 e4m3fn, [w->rows, w->cols] row-major), scale (host, n_scale
+     * float32: 1 per tensor or w->rows per output row; weight = e4m3(code) * scale) and
+     * input_scale (the checkpoint's static activation scale; 0 when there is none). On
+     * success w->dtype is HY_DTYPE_F8_E4M3 and w->data the backend's copy, in a layout of
+     * its own that only its ops read (matmul; not embed); free it with free(be, w->data).
+     * On failure *w is unchanged. NULL (the CPU backends): fp8 checkpoints run dequantized
+     * to bf16 (model/load_quant.h). */
+    hy_status (*weight_upload_fp8)(struct hy_backend *be, struct hy_weight *w,
+                                   const uint8_t *codes, const float *scale, int64_t n_scale,
+                                   float input_scale, struct hy_err *err);
     /* (optional) The middle of the attention block in one op, equal to: rope(q), rope(k)
      * (n_head and n_kv heads), then when qn and kn are not NULL rmsnorm of every head of q
      * and k (hd values, weights qn and kn), then kv_store of k and v at slots into k_pool

@@ -178,7 +178,7 @@ static const struct {
 } quant_names[] = {
     {"q8", HY_DTYPE_Q8_0},   {"q4", HY_DTYPE_Q4_G128}, {"q4_0", HY_DTYPE_Q4_0},
     {"q4_k", HY_DTYPE_Q4_K}, {"q6_k", HY_DTYPE_Q6_K},
-    {"fp8", HY_DTYPE_F8_E4M3}, /* per tensor, dequantized to bf16 at load (model/load_quant.h) */
+    {"fp8", HY_DTYPE_F8_E4M3}, /* per tensor (model/load_quant.h): bf16 on the CPU, fp8 on a GPU */
 };
 
 int cli_quant_dtype(const char *quant)
@@ -213,7 +213,7 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
     hy_status st = hy_backend_open(be, device ? device : default_device, threads, err);
     if (st)
         return st;
-    if (qd == HY_DTYPE_F8_E4M3 && (*be)->i->weight_upload) {
+    if (qd == HY_DTYPE_F8_E4M3 && (*be)->i->weight_upload && !(*be)->i->weight_upload_fp8) {
         st = hy_err_set(err, HY_E_UNSUPPORTED, "--quant fp8 is not supported on the %s backend "
                         "yet (CPU only)", (*be)->i->name);
         (*be)->i->destroy(*be);

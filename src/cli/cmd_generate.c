@@ -42,7 +42,7 @@ static const struct cli_cmd cmd = {
     "                        with the CUDA backend) or auto\n"
     "  --quant q8|q4         quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                        q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8;\n"
-    "                        on a GPU q8, q4 and q4_0\n"
+    "                        on a GPU q8, q4, q4_0 and fp8\n"
     "  -h, --help            this text\n",
 };
 

@@ -9,6 +9,7 @@
 #include "core/quant.h"
 #include "core/threads.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,9 +128,32 @@ static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
     return n;
 }
 
-/* Backends with device memory (weight_upload set) get their copy of every weight once.
- * All or nothing: on failure the copies made so far are freed and the weights point at
- * the mapped file again. */
+/* The fp8 form of w (a layer projection of an fp8 checkpoint, or made by --quant fp8:
+ * load_quant.h) when the backend keeps fp8 weights (weight_upload_fp8); false otherwise. */
+static bool fp8_source(const struct hy_model *m, const struct hy_weight *w,
+                       struct hy_fp8_view *v)
+{
+    const int nl = (int)m->cfg.num_hidden_layers;
+    if (!m->st || !m->be->i->weight_upload_fp8 || !m->layers ||
+        (const char *)w < (const char *)m->layers || (const char *)w >= (const char *)(m->layers + nl))
+        return false;
+    const int i = (int)(((const char *)w - (const char *)m->layers) / (ptrdiff_t)sizeof *m->layers);
+    struct hy_layer_tensor t[HY_LAYER_TENSORS];
+    char name[HY_ST_MAX_NAME];
+    hy_layer_tensors(&m->cfg, &m->layers[i], t);
+    for (int k = 0; k < HY_LAYER_TENSORS; k++) {
+        if (t[k].w != w || t[k].rows == 0)
+            continue;
+        snprintf(name, sizeof name, "model.layers.%d.%s.weight", i, t[k].hf);
+        return hy_quant_fp8_view(m->st, name, v) && v->rows == w->rows && v->cols == w->cols;
+    }
+    return false;
+}
+
+/* Backends with device memory (weight_upload set) get their copy of every weight once; the
+ * fp8 projections stay fp8 where the backend can run them (weight_upload_fp8: the bf16 form
+ * the loader made for the CPU is then not uploaded). All or nothing: on failure the copies
+ * made so far are freed and the weights point at the mapped file again. */
 static hy_status upload_weights(struct hy_model *m, struct hy_err *err)
 {
     struct hy_backend *be = m->be;
@@ -145,10 +169,20 @@ static hy_status upload_weights(struct hy_model *m, struct hy_err *err)
     }
     int n = all_weights(m, ws, cap), k = 0;
     hy_status s = HY_OK;
+    int n_fp8 = 0;
     for (; k < n && !s; k++) {
+        struct hy_fp8_view v;
         saved[k] = *ws[k];
-        s = be->i->weight_upload(be, ws[k], err);
+        if (fp8_source(m, ws[k], &v)) {
+            s = be->i->weight_upload_fp8(be, ws[k], v.codes, v.scale, v.n_scale, v.input_scale,
+                                         err);
+            n_fp8++;
+        } else {
+            s = be->i->weight_upload(be, ws[k], err);
+        }
     }
+    if (!s && n_fp8)
+        HY_LOGI("%d fp8 projections kept in fp8 on the %s backend", n_fp8, be->i->name);
     if (s) {
         for (int i = 0; i < k - 1; i++) {
             be->i->free(be, (void *)ws[i]->data);

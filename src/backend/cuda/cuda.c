@@ -2,6 +2,7 @@
  * the cuBLAS handle and its workspace, memory, weight upload, and the op table, which
  * stages index arrays (stage.c) and calls the launchers of the .cu files. */
 #include "backend/cuda/cuda_ctx.h"
+#include "backend/cuda/fp8mm.h"
 #include "backend/cuda/qmatmul.h"
 
 #include <stdio.h>
@@ -78,6 +79,18 @@ static int qtype_of(enum hy_dtype t)
     }
 }
 
+/* The dequantize scratch of quantized and fp8 matmuls, allocated by the first such weight. */
+static hy_status wbf_alloc(struct cuda_ctx *c, struct hy_err *err)
+{
+    if (!c->wbf && cudaMalloc((void **)&c->wbf, c->wbf_cap * sizeof(uint16_t)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        c->wbf = NULL;
+        return hy_err_set(err, HY_E_NOMEM, "out of device memory for the quantized "
+                          "matmul scratch (%zu MiB)", c->wbf_cap * 2 >> 20);
+    }
+    return HY_OK;
+}
+
 /* qmatmul: a Q8_0 / Q4_0 / Q4_G128 / Q4_K / Q6_K matrix is kept in its dtype, repacked on
  * the host into its device layout (qmatmul.h) and copied; the first one allocates the dequantize
  * scratch wbf. */
@@ -87,14 +100,8 @@ static hy_status upload_quantized(struct hy_backend *be, struct cuda_ctx *c, str
     HY_ASSERT(hy_dtype_size(w->dtype) == (size_t)hy_cuda_q_block_bytes(qt) &&
               hy_dtype_block_elems(w->dtype) == hy_cuda_q_block(qt) &&
               w->cols % hy_cuda_q_block(qt) == 0);
-    if (!c->wbf) {
-        if (cudaMalloc((void **)&c->wbf, c->wbf_cap * sizeof(uint16_t)) != cudaSuccess) {
-            (void)cudaGetLastError();
-            c->wbf = NULL;
-            return hy_err_set(err, HY_E_NOMEM, "out of device memory for the quantized "
-                              "matmul scratch (%zu MiB)", c->wbf_cap * 2 >> 20);
-        }
-    }
+    if (wbf_alloc(c, err))
+        return HY_E_NOMEM;
     const size_t bytes = hy_cuda_q_bytes(qt, w->rows, w->cols);
     void *host = malloc(bytes), *dev = host ? cuda_alloc(be, bytes) : NULL;
     if (!dev) {
@@ -108,6 +115,34 @@ static hy_status upload_quantized(struct hy_backend *be, struct cuda_ctx *c, str
     HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     free(host);
     w->data = dev;
+    return HY_OK;
+}
+
+/* fp8mm: an fp8 matrix stays fp8 (codes, float32 row scales, the input scale: the layout of
+ * fp8mm.h), packed on the host and copied; the first one makes the fp8 matmul state. */
+static hy_status cuda_weight_upload_fp8(struct hy_backend *be, struct hy_weight *w,
+                                        const uint8_t *codes, const float *scale,
+                                        int64_t n_scale, float input_scale, struct hy_err *err)
+{
+    struct cuda_ctx *c = ctx_of(be);
+    HY_ASSERT(w->rows >= 1 && w->cols >= 1 && (n_scale == 1 || n_scale == w->rows));
+    if (wbf_alloc(c, err))
+        return HY_E_NOMEM;
+    if (!c->fp8 && !(c->fp8 = hy_cuda_fp8_create(c->device, c->blas_ws, CUBLAS_WORKSPACE)))
+        return hy_err_set(err, HY_E_NOMEM, "cuda: cannot set up the fp8 matmul (cuBLASLt)");
+    const size_t bytes = hy_cuda_fp8_bytes(w->rows, w->cols);
+    void *host = malloc(bytes), *dev = host ? cuda_alloc(be, bytes) : NULL;
+    if (!dev) {
+        free(host);
+        return hy_err_set(err, HY_E_NOMEM, "out of %s memory for a %lldx%lld fp8 weight",
+                          host ? "device" : "host", (long long)w->rows, (long long)w->cols);
+    }
+    hy_cuda_fp8_pack(host, codes, scale, n_scale, input_scale, w->rows, w->cols);
+    HY_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->stream));
+    HY_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    free(host);
+    w->data = dev;
+    w->dtype = HY_DTYPE_F8_E4M3;
     return HY_OK;
 }
 
@@ -221,12 +256,28 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     struct cuda_ctx *c = ctx_of(be);
     HY_ASSERT(w->rows <= INT32_MAX && w->cols <= INT32_MAX);
     const int qt = w->rows > 1 ? qtype_of(w->dtype) : -1;
-    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32 || qt >= 0);
+    const bool f8 = w->dtype == HY_DTYPE_F8_E4M3; /* fp8mm (weight_upload_fp8) */
+    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32 || qt >= 0 || (f8 && c->fp8));
     if (T <= 0)
         return;
     if (hy_cuda_replaying(c)) { /* the recording made the same choices */
         c->xbf_x = NULL;
         return;
+    }
+    if (f8) { /* fp8mm; batch-invariant: GEMVs of at most 8 rows (a row's sums alone) */
+        HY_ASSERT(!c->invariant || (w->cols % 16 == 0 && ((uintptr_t)x & 15) == 0));
+        bool ready = !c->invariant && c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
+        const int step = c->invariant ? 8 : T;
+        for (int t0 = 0; t0 < T; t0 += step)
+            ready = hy_cuda_matmul_fp8(c->fp8, c->stream, c->blas, out + (int64_t)t0 * w->rows,
+                                       x + (int64_t)t0 * w->cols, w->data, w->rows, w->cols,
+                                       T - t0 < step ? T - t0 : step,
+                                       (enum hy_cuda_fp8_mode)c->fp8_mode, ready, c->xbf,
+                                       c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf, c->cbuf_cap) &&
+                    !c->invariant;
+        c->xbf_x = ready ? x : NULL; /* else xbf may hold a chunk of x, or x's fp8 codes */
+        c->xbf_T = T, c->xbf_cols = w->cols;
+        return; /* out never overlaps x (the op's contract) */
     }
     if (c->invariant && w->dtype == HY_DTYPE_BF16) {
         hy_cuda_bimm(c->stream, out, x, w->data, w->rows, w->cols, T, c->xbf,
@@ -442,6 +493,7 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFree(c->xbf));
         if (c->wbf)
             HY_CUDA_CHECK(cudaFree(c->wbf));
+        hy_cuda_fp8_destroy(c->fp8);
         if (c->att_part)
             HY_CUDA_CHECK(cudaFree(c->att_part));
         if (c->cbuf)
@@ -507,6 +559,7 @@ static const struct hy_backend_i cuda_iface = {
     .silu_mul = cuda_silu_mul,
     .add = cuda_add,
     .weight_upload = cuda_weight_upload,
+    .weight_upload_fp8 = cuda_weight_upload_fp8,
     .topk = cuda_topk,
     .max_topk = cuda_max_topk,
     .topk_scratch_bytes = cuda_topk_scratch_bytes,
@@ -562,6 +615,7 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     c->stage_cap = opts && opts->stage_ints ? opts->stage_ints : HY_CUDA_STAGE_INTS;
     c->xbf_cap = opts && opts->matmul_scratch ? opts->matmul_scratch : HY_CUDA_MATMUL_SCRATCH;
     c->wbf_cap = HY_CUDA_QMATMUL_SCRATCH; /* qmatmul */
+    c->fp8_mode = opts && opts->fp8_act == 1 ? HY_CUDA_FP8_GEMM : HY_CUDA_FP8_DEQUANT;
     HY_ASSERT(c->stage_cap >= 1024);
     struct cudaDeviceProp prop;
     TRY(cudaSetDevice(device), HY_E_UNSUPPORTED, "select");

@@ -4,7 +4,10 @@
  * f16/f32 checkpoints rounded to nearest even; one-row weights, i.e. norm vectors, as
  * float32, exact). Quantized matrices: Q8_0, Q4_0 and Q4_G128 stay in their dtype (in the
  * backend's own byte layout, qmatmul.h: w->data is then only for this backend's ops);
- * Q4_K, Q6_K and F8_E4M3 become bf16 (dequantized on the host: no memory saving yet).
+ * Q4_K and Q6_K become bf16 (dequantized on the host: no memory saving yet). fp8 weights
+ * handed to the weight_upload_fp8 op stay fp8 (codes, a float32 scale a row: fp8mm.h, which
+ * says how matmul runs them and how precise it is); an F8_E4M3 hy_weight given to the plain
+ * weight_upload becomes bf16.
  * Matmul with Q8_0/Q4_0/Q4_G128 weights: up to 8 input rows dequantize in registers and sum
  * in float32 with float32 x; larger inputs dequantize a chunk of weight rows at a time
  * into a bf16 scratch and multiply by cuBLAS as bf16 weights (a chunked dequantize, not a
@@ -50,6 +53,10 @@
 struct hy_cuda_opts {
     size_t stage_ints;     /* index staging ring, int32 entries (>= 1024) */
     size_t matmul_scratch; /* bf16 activation scratch, elements */
+    /* fp8 weights, inputs of more than 8 rows: 0 (default) bf16 activations against
+     * weights dequantized in chunks; 1 fp8 activations through cuBLASLt's fp8 GEMM where
+     * the device (sm_89+) and shape allow (faster, less precise: fp8mm.h) */
+    int fp8_act;
 };
 
 /* True when the CUDA runtime sees at least one device. */

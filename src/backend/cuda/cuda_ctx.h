@@ -59,6 +59,10 @@ struct cuda_ctx {
     int64_t xbf_cols;
     size_t att_part_floats;
     size_t xbf_cap;
+    /* fp8mm: the fp8 matmul state (made by the first weight_upload_fp8) and how inputs of
+     * more than 8 rows multiply (enum hy_cuda_fp8_mode, from hy_cuda_opts.fp8_act) */
+    struct hy_cuda_fp8 *fp8;
+    int fp8_mode;
     /* qmatmul: bf16 scratch for dequantized row chunks of quantized weights (prefill-sized
      * matmuls), allocated by the first quantized weight_upload */
     uint16_t *wbf;

@@ -607,7 +607,7 @@ static void test_elementwise(struct hy_backend *be, struct rng *r)
 static void test_small_buffers(struct rng *r)
 {
     struct hy_backend *be = NULL;
-    struct hy_cuda_opts o = {1024, 5000};
+    struct hy_cuda_opts o = {.stage_ints = 1024, .matmul_scratch = 5000};
     struct hy_err err;
     CHECKF(hy_cuda_backend_create_opts(&be, 0, &o, &err) == HY_OK, "%s", err.msg);
     if (!be)
