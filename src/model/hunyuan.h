@@ -154,8 +154,9 @@ struct hy_model_opts {
      * backend memory; the embedding table and the norms stay as stored. In-features must be
      * multiples of the type's block. On a backend with weight_upload (CUDA) each is
      * quantized on the host and uploaded (all five stay quantized on CUDA).
-     * HY_DTYPE_F8_E4M3: per-tensor fp8, dequantized at load
-     * (model/load_quant.h). 0 (HY_DTYPE_F32): as stored; other values are refused. */
+     * HY_DTYPE_F8_E4M3: per-tensor fp8 (model/load_quant.h), dequantized to bf16 at load,
+     * or kept fp8 on a backend with weight_upload_fp8 (CUDA), as the projections of fp8
+     * checkpoints are. 0 (HY_DTYPE_F32): as stored; other values are refused. */
     enum hy_dtype quant;
 };
 hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_backend *be,

@@ -43,7 +43,8 @@
  *
  * The fp8 form stays reachable for a backend that runs fp8 itself (hy_quant_fp8_view): the
  * codes (the mapped file, or host memory for --quant fp8), the scales as float32 and the
- * input scale, by weight name. Load-time only, not thread-safe (it modifies the set). */
+ * input scale, by weight name; load.c hands it to the backend's weight_upload_fp8 op (CUDA)
+ * in place of the bf16 tensor, which then stays in host memory only. Load-time only, not thread-safe (it modifies the set). */
 #ifndef HY_MODEL_LOAD_QUANT_H
 #define HY_MODEL_LOAD_QUANT_H
 
