@@ -59,34 +59,33 @@ INLG void transpose16(__m512i r[16])
     }
 }
 
-/* Rows h*16 .. h*16+15 of group g: low nibbles (columns 0-63, quads 0-15) and high nibbles
- * (columns 64-127, quads 16-31), transposed into the panel's quad-major order. */
+/* Rows h*16 .. h*16+15 of group g: the 64 nibble bytes of each row transposed as 16
+ * dwords (dword j: bytes 4j..4j+3 of each row), then split: low nibbles are columns
+ * 4j..4j+3 (quad j), high nibbles columns 64+4j.. (quad 16+j). */
 INLG void pack_half(unsigned char *pg, const unsigned char *w, size_t stride, int nr, int64_t g,
                     int h)
 {
     const __m512i m4 = _mm512_set1_epi8(15);
-    __m512i lo[16], hi[16];
+    __m512i v[16];
     float *dw = (float *)(pg + 32 * HY_CPU_PANEL * 4) + 16 * h;
     for (int i = 0; i < 16; i++) {
         int r = 16 * h + i;
         if (r < nr) {
             const unsigned char *blk = w + (size_t)r * stride + (size_t)g * GB;
-            __m512i v = _mm512_loadu_si512((const void *)(blk + 2));
             uint16_t d;
             memcpy(&d, blk, 2);
-            lo[i] = _mm512_and_si512(v, m4);
-            hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            v[i] = _mm512_loadu_si512((const void *)(blk + 2));
             dw[i] = _cvtsh_ss(d);
         } else {
-            lo[i] = hi[i] = _mm512_setzero_si512();
+            v[i] = _mm512_setzero_si512();
             dw[i] = 0.0f;
         }
     }
-    transpose16(lo);
-    transpose16(hi);
+    transpose16(v);
     for (int q = 0; q < 16; q++) {
-        _mm512_store_si512((void *)(pg + q * 128 + 64 * h), lo[q]);
-        _mm512_store_si512((void *)(pg + (16 + q) * 128 + 64 * h), hi[q]);
+        _mm512_store_si512((void *)(pg + q * 128 + 64 * h), _mm512_and_si512(v[q], m4));
+        _mm512_store_si512((void *)(pg + (16 + q) * 128 + 64 * h),
+                           _mm512_and_si512(_mm512_srli_epi16(v[q], 4), m4));
     }
 }
 

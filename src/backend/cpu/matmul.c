@@ -38,6 +38,7 @@ struct mm_job {
     size_t row_bytes, chunk_bytes; /* bytes of a row, of CHUNK_COLS columns of a row */
     size_t pack_bytes;             /* bytes of HY_CPU_PACK_COLS columns of a row */
     int64_t rows, cols;
+    enum hy_dtype dtype;
     int T;
     int64_t block_rows;
 };
@@ -134,6 +135,30 @@ static void mm_range(void *ctx, int64_t g0, int64_t g1, int tid)
     }
 }
 
+/* The weight bytes packed next: `bytes` bytes of each of n rows, `stride` bytes apart. */
+struct pf_span {
+    const unsigned char *w;
+    size_t stride, bytes;
+    int n;
+};
+
+/* Part i of `parts` of span s, prefetched into L2. Packing reads 32 rows side by side, more
+ * streams than the hardware prefetcher follows; the next chunk's lines are requested a
+ * slice per token group, so that their memory reads overlap the arithmetic. */
+static void prefetch_part(const struct pf_span *s, int i, int parts)
+{
+    size_t lpr = (s->bytes + 63) / 64, lines = lpr * (size_t)s->n;
+    size_t l = lines * (size_t)i / (size_t)parts, l1 = lines * (size_t)(i + 1) / (size_t)parts;
+    if (l >= l1)
+        return;
+    size_t r = l / lpr, c = l % lpr;
+    for (; l < l1; l++) {
+        __builtin_prefetch(s->w + r * s->stride + c * 64, 0, 3);
+        if (++c == lpr)
+            c = 0, r++;
+    }
+}
+
 /* Panels [p0, p1) of HY_CPU_PANEL rows (the last one may be short) through the packed
  * kernels: a panel's columns are packed HY_CPU_PACK_COLS at a time into this thread's
  * buffer, then every 4-token group of the slab runs over them (the first column chunk
@@ -144,19 +169,32 @@ static void packed_range(void *ctx, int64_t p0, int64_t p1, int tid)
     const struct mm_job *j = ctx;
     unsigned char *buf = j->xq->pack[tid];
     HY_ASSERT(buf);
+    int tiles = (j->T + HY_CPU_GEMM_TOKENS - 1) / HY_CPU_GEMM_TOKENS;
     for (int64_t p = p0; p < p1; p++) {
         int64_t r0 = p * HY_CPU_PANEL;
         int nr = (int)(j->rows - r0 < HY_CPU_PANEL ? j->rows - r0 : HY_CPU_PANEL);
         const unsigned char *wp = j->w + (size_t)r0 * j->row_bytes;
         for (int64_t k0 = 0; k0 < j->cols; k0 += HY_CPU_PACK_COLS) {
             int64_t kn = j->cols - k0 < HY_CPU_PACK_COLS ? j->cols - k0 : HY_CPU_PACK_COLS;
-            j->k->q_pack(buf, wp + (size_t)(k0 / HY_CPU_PACK_COLS) * j->pack_bytes,
-                         j->row_bytes, nr, kn);
+            const unsigned char *wk = wp + (size_t)(k0 / HY_CPU_PACK_COLS) * j->pack_bytes;
+            j->k->q_pack(buf, wk, j->row_bytes, nr, kn);
+            struct pf_span next = {wk + j->pack_bytes, j->row_bytes, 0, 0}; /* next chunk */
+            if (k0 + kn < j->cols) {
+                int64_t c = j->cols - k0 - kn;
+                next.n = nr;
+                next.bytes = hy_dtype_row_bytes(j->dtype, c < HY_CPU_PACK_COLS ? c : HY_CPU_PACK_COLS);
+            } else if (p + 1 < p1) { /* the next panel's first chunk */
+                int64_t n = j->rows - r0 - HY_CPU_PANEL;
+                next.w = wp + HY_CPU_PANEL * j->row_bytes;
+                next.n = (int)(n < HY_CPU_PANEL ? n : HY_CPU_PANEL);
+                next.bytes = j->pack_bytes < j->row_bytes ? j->pack_bytes : j->row_bytes;
+            }
             for (int t = 0; t < j->T; t += HY_CPU_GEMM_TOKENS) {
                 int nt = j->T - t < HY_CPU_GEMM_TOKENS ? j->T - t : HY_CPU_GEMM_TOKENS;
                 struct hy_cpu_xq xt[HY_CPU_GEMM_TOKENS];
                 for (int u = 0; u < nt; u++)
                     xt[u] = xq_token(j, t + u, k0);
+                prefetch_part(&next, t / HY_CPU_GEMM_TOKENS, tiles);
                 j->k->q_gemm(j->out + (int64_t)t * j->rows + r0, j->rows, xt, nt, buf, nr, kn,
                              k0 > 0);
             }
@@ -212,6 +250,7 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
             if (k->q_pack && T >= PACK_MIN_TOKENS && w->cols % 128 == 0) {
                 HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
                 j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
+                j.dtype = w->dtype;
                 hy_pool_for(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1, packed_range,
                             &j);
                 continue;
