@@ -328,6 +328,10 @@ static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
         hy_cuda_rope(c->stream, x, d_pos, T, n_heads, hd, inv_freq);
 }
 
+/* New tokens of a sequence from which its rows go to the tensor-core kernel
+ * (attention_tc.cu; tf32 operands) rather than the float32 one: prefill chunks. */
+#define ATT_TC_MIN 16
+
 /* Stages, per tile of query rows (one decode row, or up to rows_per_tile prefill rows of
  * one sequence), (first row, rows, keys its first row sees, offset of its block table),
  * then every sequence's block table (the blocks covering positions 0 .. pos0+n_tokens-1).
@@ -349,32 +353,47 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
         rows |= seqs[i].n_tokens > 1;
     }
     rows = rows && !c->invariant; /* invariant: a tile a row, no split-K (below) */
+    /* sequences of at least ATT_TC_MIN new tokens go to the tensor-core kernel */
+    const bool tc_ok = !c->invariant && hy_cuda_attention_tc_ok(hd);
+    if (tc_ok) { /* rows: a sequence left to the other kernel has several */
+        rows = false;
+        for (int i = 0; i < n_seqs; i++)
+            rows |= seqs[i].n_tokens > 1 && seqs[i].n_tokens < ATT_TC_MIN;
+    }
     const int rt = rows ? hy_cuda_attention_rows_per_tile(n_head, n_kv, hd) : 1;
-    size_t tiles = 0, nb = 0;
+    const int trt = hy_cuda_attention_tc_rows();
+    size_t tiles = 0, tct = 0, nb = 0;
     for (int i = 0; i < n_seqs; i++) {
         int n = (seqs[i].pos0 + seqs[i].n_tokens + bs - 1) / bs;
         HY_ASSERT(!in_step || n <= c->step_max_blocks);
-        tiles += (size_t)((seqs[i].n_tokens + rt - 1) / rt);
+        if (tc_ok && seqs[i].n_tokens >= ATT_TC_MIN)
+            tct += (size_t)((seqs[i].n_tokens + trt - 1) / trt);
+        else
+            tiles += (size_t)((seqs[i].n_tokens + rt - 1) / rt);
         nb += in_step ? (size_t)c->step_max_blocks : (size_t)n;
     }
-    if (tiles == 0)
+    if (tiles + tct == 0)
         return;
-    const size_t need = 4 * tiles + nb;
+    const size_t need = 4 * (tiles + tct) + nb;
     const int32_t *dev =
         in_step ? hy_cuda_stage_find(c, (const int32_t *)(const void *)seqs, need) : NULL;
     if (!dev) {
         int32_t *h = hy_cuda_stage_reserve(c, need, &dev);
-        int32_t *bt = h + 4 * tiles, off = 0;
-        size_t t = 0;
+        int32_t *bt = h + 4 * (tiles + tct), off = 0;
+        size_t t = 0, u = tiles; /* tensor-core tiles after the others */
         for (int i = 0; i < n_seqs; i++) {
             const struct hy_attn_seq *s = &seqs[i];
             int n = (s->pos0 + s->n_tokens + bs - 1) / bs;
+            const bool tc = tc_ok && s->n_tokens >= ATT_TC_MIN;
+            const int step = tc ? trt : rt;
             memcpy(bt + off, s->blocks, (size_t)n * sizeof *bt);
-            for (int r = 0; r < s->n_tokens; r += rt, t++) {
-                h[4 * t] = s->row + r;
-                h[4 * t + 1] = s->n_tokens - r < rt ? s->n_tokens - r : rt;
-                h[4 * t + 2] = s->pos0 + r + 1;
-                h[4 * t + 3] = off;
+            for (int r = 0; r < s->n_tokens; r += step) {
+                size_t *k = tc ? &u : &t;
+                h[4 * *k] = s->row + r;
+                h[4 * *k + 1] = s->n_tokens - r < step ? s->n_tokens - r : step;
+                h[4 * *k + 2] = s->pos0 + r + 1;
+                h[4 * *k + 3] = off;
+                (*k)++;
             }
             off += in_step ? c->step_max_blocks : n;
         }
@@ -388,12 +407,15 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
     }
     if (hy_cuda_replaying(c))
         return;
-    int smax = rows || c->invariant
+    int smax = rows || c->invariant || tiles == 0
                    ? 1
                    : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
-                                            c->att_part_floats);
-    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, dev + 4 * tiles, (int)tiles,
-                      rows, smax, c->att_part, n_head, n_kv, hd, scale);
+                                             c->att_part_floats);
+    const int32_t *tables = dev + 4 * (tiles + tct);
+    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, tables, (int)tiles, rows, smax,
+                      c->att_part, n_head, n_kv, hd, scale);
+    hy_cuda_attention_tc(c->stream, out, q, k_pool, v_pool, bs, dev + 4 * tiles, tables,
+                         (int)tct, n_head, n_kv, hd, scale);
 }
 
 static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k, const float *v,
@@ -624,6 +646,7 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     c->n_sm = prop.multiProcessorCount;
     TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), HY_E_UNSUPPORTED,
         "stream");
+    TRY(hy_cuda_attention_tc_setup(), HY_E_UNSUPPORTED, "attention kernel shared memory");
     TRY(cudaMallocHost((void **)&c->stage_h, c->stage_cap * sizeof(int32_t)), HY_E_NOMEM,
         "pinned staging");
     TRY(cudaMalloc((void **)&c->stage_d, c->stage_cap * sizeof(int32_t)), HY_E_NOMEM, "staging");

@@ -79,6 +79,16 @@ void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float 
                        int tiles, bool rows, int smax, float *part, int n_head, int n_kv, int hd,
                        float scale);
 int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
+/* attention_tc.cu: the same for prefill tiles of up to hy_cuda_attention_tc_rows() rows
+ * (info as above, every tile's rows consecutive rows of one sequence), on the tensor cores
+ * (tf32 operands, float32 softmax and sums), for head sizes where hy_cuda_attention_tc_ok;
+ * hy_cuda_attention_tc_setup() once per device before the first call (shared memory). */
+void hy_cuda_attention_tc(cudaStream_t st, float *out, const float *q, const float *k_pool,
+                          const float *v_pool, int bs, const int32_t *info, const int32_t *blocks,
+                          int tiles, int n_head, int n_kv, int hd, float scale);
+bool hy_cuda_attention_tc_ok(int hd);
+int hy_cuda_attention_tc_rows(void);
+cudaError_t hy_cuda_attention_tc_setup(void);
 int hy_cuda_attention_smax(int tiles, int n_head, int n_kv, int hd, int n_sm,
                            size_t part_floats);
 

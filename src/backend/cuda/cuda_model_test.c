@@ -4,7 +4,8 @@
  * step the logits must agree within 2e-2 of max |logit| (the GPU multiplies bf16 operands:
  * weights rounded at upload, activations at each matmul). The CPU path's smallest top-1/
  * top-2 gap is printed: a tie closer than the tolerance would make the ids check
- * meaningless. Then batching: three sequences in one kvstore with interleaved blocks
+ * meaningless. Twice: with the 9-token prompt and with a 40-token one, whose prefill rows go
+ * through the tensor-core attention kernel (attention_tc.cu, tf32). Then batching: three sequences in one kvstore with interleaved blocks
  * (prefills of different lengths in one step, then batched decodes) give, on the GPU, the
  * same greedy ids as each alone, and logits within 1e-2 of max |logit|: a decode-sized
  * matmul keeps activations in float32, a prefill-sized one rounds them to bf16 (cuda.h),
@@ -26,6 +27,7 @@
 
 #define STEPS 24
 #define NP 9
+#define NP_LONG 40 /* prefill rows of one sequence >= 16: the tensor-core attention kernel */
 
 static const int32_t prompt[NP] = {305, 3, 77, 250, 12, 319, 8, 8, 130}; /* < every vocab */
 
@@ -40,13 +42,13 @@ static int argmax(const float *x, int64_t n)
 
 /* Greedy run: logits[(STEPS) * V] (the prompt's last position, then each decode step) and
  * ids[STEPS]. */
-static bool greedy(struct hy_model *m, float *logits, int32_t *ids)
+static bool greedy(struct hy_model *m, const int32_t *p, int np, float *logits, int32_t *ids)
 {
     struct hy_ctx *c = NULL;
     struct hy_err err = {{0}};
     const int64_t V = m->cfg.vocab_size;
-    bool ok = hy_ctx_create(&c, m, NP + STEPS, NP, &err) == HY_OK &&
-              hy_model_forward(c, prompt, NP, false, logits, &err) == HY_OK;
+    bool ok = hy_ctx_create(&c, m, np + STEPS, np, &err) == HY_OK &&
+              hy_model_forward(c, p, np, false, logits, &err) == HY_OK;
     for (int s = 0; ok && s < STEPS; s++) {
         ids[s] = argmax(logits + s * V, V);
         if (s + 1 < STEPS)
@@ -57,8 +59,12 @@ static bool greedy(struct hy_model *m, float *logits, int32_t *ids)
     return ok;
 }
 
-static void check_parity(const char *name, struct hy_backend *cpu, struct hy_backend *gpu)
+static void check_parity(const char *name, struct hy_backend *cpu, struct hy_backend *gpu,
+                         int np)
 {
+    int32_t p[NP_LONG];
+    for (int i = 0; i < np; i++) /* the prompt, then more tokens below every vocab size */
+        p[i] = i < NP ? prompt[i] : (prompt[i % NP] + 7 * i) % 320;
     char dir[4096];
     struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
@@ -71,7 +77,7 @@ static void check_parity(const char *name, struct hy_backend *cpu, struct hy_bac
     const int64_t V = mc->cfg.vocab_size;
     float *lc = malloc((size_t)(STEPS * V) * sizeof *lc), *lg = malloc((size_t)(STEPS * V) * sizeof *lg);
     int32_t ic[STEPS], ig[STEPS];
-    if (greedy(mc, lc, ic) && greedy(mg, lg, ig)) {
+    if (greedy(mc, p, np, lc, ic) && greedy(mg, p, np, lg, ig)) {
         double worst = 0, gap = INFINITY;
         int same = 0;
         while (same < STEPS && ic[same] == ig[same])
@@ -93,9 +99,9 @@ static void check_parity(const char *name, struct hy_backend *cpu, struct hy_bac
                 worst = fmax(worst, num / den);
             gap = fmin(gap, (top1 - top2) / den);
         }
-        fprintf(stderr, "%s: greedy ids equal for %d/%d steps; max |dlogit|/max|logit| = %.3g "
-                "(limit 2e-2); smallest CPU top-2 gap %.3g of max|logit|\n", name, same, STEPS,
-                worst, gap);
+        fprintf(stderr, "%s, %d-token prompt: greedy ids equal for %d/%d steps; max "
+                "|dlogit|/max|logit| = %.3g (limit 2e-2); smallest CPU top-2 gap %.3g of "
+                "max|logit|\n", name, np, same, STEPS, worst, gap);
         CHECKF(same == STEPS, "%s: greedy ids differ at step %d (cpu %d, cuda %d)", name, same,
                same < STEPS ? ic[same] : -1, same < STEPS ? ig[same] : -1);
         CHECKF(worst <= 2e-2, "%s: logits differ by %.3g of max |logit|", name, worst);
@@ -179,13 +185,15 @@ int main(void)
         static const char *models[] = {"tests/data/tiny-mqa", "tests/data/tiny-dense18",
                                        "tests/data/tiny-mha-sharded",
                                        "tests/data/tiny-gqa2-untied"};
-        for (int i = 0; i < 4; i++)
-            check_parity(models[i], cpu, gpu);
+        for (int i = 0; i < 4; i++) {
+            check_parity(models[i], cpu, gpu, NP);
+            check_parity(models[i], cpu, gpu, NP_LONG);
+        }
         check_batch("tests/data/tiny-mqa", gpu, false);
         check_batch("tests/data/tiny-mha-sharded", gpu, false);
         fprintf(stderr, "batch-invariant numerics:\n");
         for (int i = 0; i < 4; i++)
-            check_parity(models[i], cpu, inv);
+            check_parity(models[i], cpu, inv, NP_LONG);
         for (int i = 0; i < 4; i++)
             check_batch(models[i], inv, true);
     }

@@ -6,6 +6,7 @@
  *   matmul (bf16 operands): per element |err| <= (2^-8 + (cols+4)·U32)·Σ|x_c w_c| and
  *     normwise ‖got − ref‖/‖ref‖ <= 1e-2;
  *   attention: the float32 bound of fast_ops_test (scores, softmax, running sums), x2;
+ *     prefill tiles on the tensor cores (tf32 operands): that bound with tf32 roundings;
  *   rmsnorm, rope, silu_mul: a few float32 ulps; embed, kv_store, copy_rows, add: exact.
  * Output buffers are poisoned with NaN before each op, so an unwritten element fails.
  * Exits 77 (skip) when no CUDA device is present. Prints the worst error/bound ratios. */
@@ -207,18 +208,24 @@ static void test_matmul(struct hy_backend *be, struct rng *r, const char *tag)
 }
 
 /* fast_ops_test's float32 attention bound (its derivation applies to the online softmax
- * too: every rescale is one more rounded factor per running sum), doubled. */
+ * too: every rescale is one more rounded factor per running sum), doubled.
+ * tc (prefill tiles of >= 16 rows at head size 64 or 128: attention_tc.cu): q, k, v and the
+ * probabilities are rounded to tf32 (relative 2^-11 each). A score then moves by at most
+ * e = (2^-10 + (hd+2)·U)·scale·Σ|q k|, each softmax weight by a factor within e^(±2e), so
+ * the output by 2e·vmax (the 4e of the float32 bound covers it); rounding p (in P·V but not
+ * in the sum l) and v adds 2·2^-11·vmax. Doubled likewise. */
 static double attn_bound(const float *qh, const float *kc, int64_t stride, int n, int hd,
-                         float scale, double vmax)
+                         float scale, double vmax, bool tc)
 {
     double e = 0;
+    const double rq = tc ? 1.0 / 1024 + (hd + 2) * U32 : (hd + 2) * U32;
     for (int j = 0; j < n; j++) {
         double a = 0;
         for (int i = 0; i < hd; i++)
             a += fabs((double)qh[i] * kc[j * stride + i]);
-        e = fmax(e, (hd + 2) * U32 * scale * a);
+        e = fmax(e, rq * scale * a);
     }
-    return 2 * vmax * (4 * e + (2.0 * n + 16) * U32);
+    return 2 * vmax * (4 * e + (tc ? 2.0 / 2048 : 0) + (2.0 * n + 16) * U32);
 }
 
 /* CUDA attention at pos0 + shift against the reference at pos0 (shift != 0 must fail). */
@@ -247,7 +254,7 @@ static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int
         for (int h = 0; h < nh; h++) {
             int64_t o = ((int64_t)t * nh + h) * hd;
             double b = attn_bound(q + o, kc + (int64_t)(h / (nh / nkv)) * hd, kvd, lo + t + 1, hd,
-                                  scale, 3.0);
+                                  scale, 3.0, T >= 16 && (hd == 64 || hd == 128));
             for (int i = 0; i < hd; i++) {
                 want[o + i] = ref[o + i];
                 bound[o + i] = b;
@@ -319,10 +326,11 @@ static void test_attention(struct hy_backend *be, struct rng *r)
 {
     static const int heads[][3] = {{4, 4, 64}, {4, 2, 64}, {8, 2, 128}, {4, 1, 128}, {3, 1, 20},
                                    {2, 2, 256}, {32, 8, 128}};
-    static const int steps[][2] = {{0, 1},  {0, 2},  {0, 17},  {9, 1},  {13, 3},   {100, 5},
-                                   {63, 1}, {64, 1}, {127, 2}, {200, 1}, {1000, 1}, {300, 40}};
+    static const int steps[][2] = {{0, 1},   {0, 2},  {0, 17},  {9, 1},   {13, 3},
+                                   {100, 5}, {63, 1}, {64, 1},  {127, 2}, {200, 1},
+                                   {1000, 1}, {300, 40}, {0, 64}, {5, 150}};
     for (int h = 0; h < 7; h++)
-        for (int s = 0; s < 12; s++)
+        for (int s = 0; s < 14; s++)
             CHECKF(attn_case(be, r, heads[h][0], heads[h][1], heads[h][2], steps[s][0],
                              steps[s][1], 0),
                    "attention nh=%d nkv=%d hd=%d pos0=%d T=%d", heads[h][0], heads[h][1],
