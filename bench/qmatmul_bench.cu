@@ -1,10 +1,10 @@
 /* qmatmul_bench.cu: times the quantized matmul (hy_cuda_matmul_q, qmatmul.h) alone on the
  * 7B shapes for Q8_0, Q4_G128 and Q4_0 and prints the weight bytes (device layout: quants
  * and scales) streamed per second; T <= 8 is the register-dequantizing GEMV, larger T the
- * chunked dequantize + cuBLAS path (its GB/s counts the quantized bytes only). Built and run
- * by hand on the GPU machine, from the repository root:
+ * tensor-core kernel of qmma.cu (bench/qmma_bench.cu compares it with the chunked path).
+ * Built and run by hand on the GPU machine, from the repository root:
  *   nvcc -O3 -arch=sm_90 -Isrc bench/qmatmul_bench.cu src/backend/cuda/qmatmul.cu \
- *       src/backend/cuda/elementwise.cu -lcublas -o /tmp/qmb && /tmp/qmb */
+ *       src/backend/cuda/qmma.cu src/backend/cuda/elementwise.cu -lcublas -o /tmp/qmb && /tmp/qmb */
 #include <stdio.h>
 #include <stdlib.h>
 #include "backend/cuda/qmatmul.h"

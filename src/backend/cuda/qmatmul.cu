@@ -15,15 +15,18 @@
  * block takes 256 threads when a row has >= 256 pieces, else 128 or 64 (a 4096-wide Q4 row
  * has 128), so that few threads idle.
  *
- * T > 8 (or x not 16-byte aligned): chunked dequantize + cuBLAS, not a fused tensor-core
- * kernel: rows of W are dequantized into the bf16 scratch wbf (whole multiples of 8 rows;
- * rows past the end are zeros), x is rounded to bf16 into xbf (chunks of whole rows), and
+ * T > 8 (or x not 16-byte aligned), Q8_0, Q4_0 and Q4_G128 with cols % 128 == 0: the
+ * tensor-core kernel of qmma.cu (hy_cuda_matmul_qmma; cbuf holds its K-split parts).
+ * Other shapes and types (hy_cuda_matmul_q_chunked): chunked dequantize + cuBLAS: rows of
+ * W are dequantized into the bf16 scratch wbf (whole multiples of 8 rows; rows past the
+ * end are zeros), x is rounded to bf16 into xbf (chunks of whole rows), and
  * each pair is one bf16 GEMM with float32 accumulation (as matmul.cu; the same transposed
  * view: outᵀ[rows, T] = W · xᵀ). When rows % 8 != 0 (the vocabulary) a chunk's product goes
  * into cbuf with an aligned leading dimension and is copied out (matmul.cu says why). The
  * weights are read once per chunk of x plus the bf16 scratch written and read: about 2.5x
  * (Q8) to 5x (Q4) the bytes of the fused kernel this stands in for. */
 #include "backend/cuda/qmatmul.h"
+#include "backend/cuda/qmma.h"
 #include "backend/cuda/qlayout_k.h"
 #include "backend/cuda/qmatmul_k.h"
 
@@ -371,6 +374,19 @@ extern "C" bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *ou
             qgemv_t<HY_CUDA_Q4_G128>(st, out, x, w, rows, cols, T);
         return false;
     }
+    if (hy_cuda_qmma_fits(qt, rows, cols, w))
+        return hy_cuda_matmul_qmma(st, out, x, w, qt, rows, cols, T, x_ready, xbf, xbf_cap, cbuf,
+                                   cbuf_cap);
+    return hy_cuda_matmul_q_chunked(st, blas, out, x, w, qt, rows, cols, T, x_ready, xbf, xbf_cap,
+                                    wbf, wbf_cap, cbuf, cbuf_cap);
+}
+
+extern "C" bool hy_cuda_matmul_q_chunked(cudaStream_t st, cublasHandle_t blas, float *out,
+                                         const float *x, const void *w, int qt, int64_t rows,
+                                         int64_t cols, int T, bool x_ready, uint16_t *xbf,
+                                         size_t xbf_cap, uint16_t *wbf, size_t wbf_cap,
+                                         float *cbuf, size_t cbuf_cap)
+{
     const float alpha = 1.0f, beta = 0.0f;
     const bool direct = rows % 8 == 0; /* chunks of whole multiples of 8 rows, straight to out */
     int64_t tchunk = (int64_t)(xbf_cap / (size_t)cols);

@@ -31,10 +31,13 @@
  * weights sum(q*x), times d, added to the row's sum): within a few float32 ulps per term of
  * the exact product with the dequantized weights (Q4_K: of the terms d*sc*q*x and
  * dmin*m*x, as the min is taken off per sub-block: sum over 16 x, times dmin*m; Q6_K: per
- * 4 weights sum(q*x) times d*sc). Larger T: a chunked dequantize, not a
- * fused tensor-core kernel: rows of W are dequantized (d*q in float32, then rounded to
- * bf16, nearest even) into the bf16 scratch `wbf` a chunk of rows at a time, and each chunk
- * is multiplied by cuBLAS with x rounded to bf16 (as matmul.cu), float32 accumulation. */
+ * 4 weights sum(q*x) times d*sc). Larger T: Q8_0, Q4_0 and Q4_G128 with cols % 128 == 0
+ * (W 16-byte aligned) go through the tensor-core kernel of qmma.h, which dequantizes W in
+ * registers with the roundings below (so its results are within the same bound); other
+ * shapes and types through a chunked dequantize: rows of W are dequantized (d*q in
+ * float32, then rounded to bf16, nearest even) into the bf16 scratch `wbf` a chunk of rows
+ * at a time, and each chunk is multiplied by cuBLAS with x rounded to bf16 (as
+ * matmul.cu), float32 accumulation. */
 #ifndef HY_BACKEND_CUDA_QMATMUL_H
 #define HY_BACKEND_CUDA_QMATMUL_H
 
@@ -70,11 +73,18 @@ void hy_cuda_q_repack(void *dst, const void *src, int qt, int64_t rows, int64_t 
 /* out[T, rows] = x[T, cols] · Wᵀ, W in the split layout on the device. xbf, xbf_cap,
  * x_ready and the return value as hy_cuda_matmul_bf16 (xbf holds x rounded to bf16 when it
  * returns true); wbf: device bf16 scratch of wbf_cap elements (>= 8 rows of W), cbuf:
- * float32 scratch of cbuf_cap floats (outputs of a chunk when rows % 8 != 0). */
+ * float32 scratch of cbuf_cap floats (outputs of a chunk when rows % 8 != 0; the
+ * tensor-core kernel's K-split parts). */
 bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                       const void *w, int qt, int64_t rows, int64_t cols, int T, bool x_ready,
                       uint16_t *xbf, size_t xbf_cap, uint16_t *wbf, size_t wbf_cap, float *cbuf,
                       size_t cbuf_cap);
+/* The chunked dequantize + cuBLAS path alone, for any T (the fallback of the above; tests
+ * and benchmarks compare the tensor-core kernel with it). Same arguments. */
+bool hy_cuda_matmul_q_chunked(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
+                              const void *w, int qt, int64_t rows, int64_t cols, int T,
+                              bool x_ready, uint16_t *xbf, size_t xbf_cap, uint16_t *wbf,
+                              size_t wbf_cap, float *cbuf, size_t cbuf_cap);
 /* out[t, :] = the dequantized row ids[t] of table (split layout, rows x cols), float32
  * d * q exactly as the host dequantizers; ids on the device, in range. */
 void hy_cuda_embed_q(cudaStream_t st, float *out, const void *table, int qt, int64_t rows,
