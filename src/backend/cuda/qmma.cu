@@ -31,8 +31,10 @@
  * Shared memory: x's tile is [64 input rows][16 units of 8 columns], unit u of row n
  * stored at unit qmma_swz(n, u) = u ^ ((u >> 2) & 2) ^ (n & 1) of the row, so that the 8
  * lanes of a quarter warp (rows n, n+1; t = 0..3) read 8 different 16-byte bank groups
- * for every type's column pattern (checked by hand for all three; the cp.async writes of 8
- * consecutive units of a row stay conflict-free too).
+ * for every type's column pattern (the cp.async writes of 8 consecutive units of a row
+ * stay conflict-free too). The mapping, swizzle, staging and stores were checked against a
+ * host model of the 32 lanes and the PTX fragment layout (every weight and x element used
+ * once at the right k, A and B slots agreeing, no bank conflicts) before any GPU run.
  *
  * Dequantization: a quant becomes an exact float (byte placed in the mantissa of 2^23, one
  * subtraction), times d (exact in float32), rounded to bf16 (nearest even) in pairs. */
