@@ -2,16 +2,16 @@
  * NVIDIA GPU, on one stream, in device memory: activations and the KV pool are float32;
  * weights are copied to the device once at load by the weight_upload op (matrices as bf16,
  * f16/f32 checkpoints rounded to nearest even; one-row weights, i.e. norm vectors, as
- * float32, exact). Quantized matrices: Q8_0, Q4_0 and Q4_G128 stay in their dtype (in the
- * backend's own byte layout, qmatmul.h: w->data is then only for this backend's ops);
- * Q4_K and Q6_K become bf16 (dequantized on the host: no memory saving yet). fp8 weights
+ * float32, exact). Quantized matrices: Q8_0, Q4_0, Q4_G128, Q4_K and Q6_K stay in their
+ * dtype (in the backend's own byte layout, qmatmul.h: w->data is then only for this
+ * backend's ops). fp8 weights
  * handed to the weight_upload_fp8 op stay fp8 (codes, a float32 scale a row: fp8mm.h, which
  * says how matmul runs them and how precise it is); an F8_E4M3 hy_weight given to the plain
  * weight_upload becomes bf16.
- * Matmul with Q8_0/Q4_0/Q4_G128 weights: up to 8 input rows dequantize in registers and sum
- * in float32 with float32 x; larger inputs dequantize a chunk of weight rows at a time
- * into a bf16 scratch and multiply by cuBLAS as bf16 weights (a chunked dequantize, not a
- * fused kernel); embed also takes those three types (GGUF token tables).
+ * Matmul with those five types: up to 8 input rows dequantize in registers and sum in
+ * float32 with float32 x; larger inputs dequantize a chunk of weight rows at a time into a
+ * bf16 scratch and multiply by cuBLAS as bf16 weights (a chunked dequantize, not a fused
+ * kernel); embed also takes the five types (GGUF token tables).
  * Precision: matmul of up to 8 input rows (decode; cols a multiple of 8) multiplies the
  * bf16 weights with the float32 input and sums in float32 (a weight-streaming kernel);
  * larger inputs are rounded to bf16 and multiplied by cuBLAS (bf16 x bf16, float32
