@@ -65,7 +65,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < nw; i++) {
         const int64_t *sh = shapes[i == nw - 1 ? 7 : i % 7];
         size_t rb = hy_dtype_row_bytes((enum hy_dtype)dt, sh[1]);
-        unsigned char *d = malloc(rb * (size_t)sh[0]);
+        unsigned char *d = be->i->alloc(be, rb * (size_t)sh[0]); /* as the loader's */
+        if (!d)
+            return 1;
         for (int64_t r = 0; r < sh[0]; r++) {
             for (int64_t c = 0; c < sh[1]; c++) {
                 s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -95,7 +97,7 @@ int main(int argc, char **argv)
            hy_dtype_name((enum hy_dtype)dt), T, hy_cpu_backend_threads(be), layers, bytes / 1e6,
            best * 1e3, bytes / best / 1e9, T / best, best_cpu * 1e3);
     for (int i = 0; i < nw; i++)
-        free((void *)w[i].data);
+        be->i->free(be, (void *)w[i].data);
     free(w);
     free(row);
     free(x);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Fewest elements a thread gets in the element-wise ops (below: fewer threads). */
 #define ELEM_GRAIN 4096
@@ -35,13 +36,29 @@ static void cpu_destroy(struct hy_backend *be)
     free(be);
 }
 
+/* Buffers of at least this size (weights, the KV pool) start on a 2 MiB boundary and ask for
+ * transparent huge pages on their whole 2 MiB pages (a hint; the tail stays in small pages,
+ * so no memory is added): streaming reads through 4 KiB pages were measured at 21-23 GB/s
+ * against 24-29 GB/s on huge pages (this 2-core Zen 4, 2 threads, THP in madvise mode). */
+#define HUGE_BYTES ((size_t)2 << 20)
+
 static void *cpu_alloc(struct hy_backend *be, size_t bytes)
 {
     (void)be;
     size_t n = (bytes + 63) & ~(size_t)63;
     if (n < bytes)
         return NULL; /* overflow */
-    return aligned_alloc(64, n ? n : 64);
+    if (n < HUGE_BYTES)
+        return aligned_alloc(64, n ? n : 64);
+    size_t m = (n + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+    if (m < n)
+        return NULL;
+    void *p = aligned_alloc(HUGE_BYTES, m);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        (void)madvise(p, n & ~(HUGE_BYTES - 1), MADV_HUGEPAGE); /* a hint: errors are harmless */
+#endif
+    return p;
 }
 
 static void cpu_free(struct hy_backend *be, void *p)
