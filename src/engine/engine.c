@@ -366,6 +366,27 @@ static void record_steps(struct hy_engine *e)
     }
 }
 
+/* One prefill step of up to WARM_TOKENS tokens on the padding block (every table entry is
+ * it), before the first request: a device backend loads the code of a kernel when first
+ * launched (CUDA's lazy module loading), and the prefill-only kernels (tensor-core
+ * attention, matmuls over many rows) would otherwise take that memory at the first long
+ * prompt, after start-up. */
+#define WARM_TOKENS 128
+static void warm_up_prefill(struct hy_engine *e)
+{
+    static const int32_t ids[WARM_TOKENS]; /* token 0 */
+    int32_t table[WARM_TOKENS];
+    struct hy_err err = {{0}};
+    int n = e->p.max_batch_tokens < e->p.max_seq_tokens ? e->p.max_batch_tokens
+                                                         : e->p.max_seq_tokens;
+    n = n < WARM_TOKENS ? n : WARM_TOKENS;
+    for (int i = 0; i < WARM_TOKENS; i++)
+        table[i] = e->kv->pad_table[0];
+    e->bseqs[0] = (struct hy_batch_seq){ids, n, 0, table, 1};
+    if (hy_model_forward_batch_topk(e->m, e->kv, e->scr, e->bseqs, 1, e->cand, &err))
+        HY_LOGW("engine: the warm-up prefill step failed: %s", err.msg);
+}
+
 hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
                            const struct hy_engine_params *p, struct hy_err *err)
 {
@@ -409,8 +430,10 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
     e->logits = malloc((size_t)p->max_running * (size_t)cf->vocab_size * sizeof(float));
     if (!st && (!e->bseqs || !e->results || !e->logits))
         st = hy_err_set(err, HY_E_NOMEM, "out of memory for the step buffers");
-    if (!st && e->cand && m->be->i->step_begin) /* record every decode step shape now */
+    if (!st && e->cand && m->be->i->step_begin) { /* record every decode step shape now */
+        warm_up_prefill(e);
         record_steps(e);
+    }
     if (!st && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         st = hy_err_set(err, HY_E_NOMEM, "cannot start the engine thread");
     if (st) {

@@ -12,7 +12,8 @@
  * float32 with float32 x; larger inputs dequantize a chunk of weight rows at a time into a
  * bf16 scratch and multiply by cuBLAS as bf16 weights (a chunked dequantize, not a fused
  * kernel); embed also takes the five types (GGUF token tables).
- * Precision: matmul of up to 8 input rows (decode; cols a multiple of 8) multiplies the
+ * Precision: matmul of decode-sized inputs (up to 2 rows, or up to 8 for matrices of at
+ * most 4096 x 4096; cols a multiple of 8) multiplies the
  * bf16 weights with the float32 input and sums in float32 (a weight-streaming kernel);
  * larger inputs are rounded to bf16 and multiplied by cuBLAS (bf16 x bf16, float32
  * accumulation, CUBLAS_COMPUTE_32F): relative error about 2^-9 per term, within 1e-2 of

@@ -1,5 +1,6 @@
-/* matmul.cu: out = x · Wᵀ with W bf16 on the device. Decode-sized inputs (T <= 8 rows)
- * go through a weight-streaming kernel that keeps x in float32 (below). Larger T (prefill)
+/* matmul.cu: out = x · Wᵀ with W bf16 on the device. Decode-sized inputs (T <= 2 rows, or
+ * up to 8 for matrices of at most 4096 x 4096: gemv_wins) go through a weight-streaming
+ * kernel that keeps x in float32 (below). Larger T (prefill)
  * goes through cuBLAS: x is rounded to bf16 (nearest even) into a scratch, then one
  * bf16 x bf16 GEMM with float32 accumulation and output (CUBLAS_COMPUTE_32F). So a row's
  * result depends on the path by the bf16 rounding of x (relative 2^-9 per term): a row
@@ -126,10 +127,22 @@ static void gemv(cudaStream_t st, float *out, const float *x, const uint16_t *w,
     HY_CUDA_CHECK_LAUNCH();
 }
 
+/* Where the GEMV beats cuBLAS (H200, bench/cuda_matmul.cu, 2026-11-30, us at T = 1/2/4/8,
+ * GEMV vs cuBLAS): 4096x4096 11.0/9.6/12.4/19.6 vs 26.2/23.0/24.3/23.0; 1024x4096 5.3/4.6/
+ * 5.0/6.6 vs 22.8/21.6/21.0/21.6; 14336x4096 28.6/31.3/42.6/67.3 vs 35.3/34.0/34.8/34.2;
+ * 4096x14336 29.2/30.7/34.0/50.8 vs 37.2/35.9/35.8/36.7; the head 233/246/343/549 vs
+ * 251/252/253/256. So up to 2 rows always, up to GEMV_MAX_T for matrices of at most
+ * 4096 x 4096 (q, k, v, o), cuBLAS for the rest. */
+static bool gemv_wins(int64_t rows, int64_t cols, int T)
+{
+    return T <= 2 || (T <= GEMV_MAX_T && rows * cols <= (int64_t)4096 * 4096);
+}
+
 static bool gemv_try(cudaStream_t st, float *out, const float *x, const uint16_t *w,
                      int64_t rows, int64_t cols, int T)
 {
-    if (T > GEMV_MAX_T || cols % 8 != 0 || ((uintptr_t)x & 15) || ((uintptr_t)w & 15))
+    if (T > GEMV_MAX_T || !gemv_wins(rows, cols, T) || cols % 8 != 0 || ((uintptr_t)x & 15) ||
+        ((uintptr_t)w & 15))
         return false;
     switch (T) {
     case 1: gemv<1>(st, out, x, w, rows, cols); break;
