@@ -8,7 +8,7 @@
 # STAGES includes build. Run as `OUT=$OUT STAGES="build bench" sh bench/gpu_table.sh`.
 set -u
 OUT=${OUT:-${1:-/tmp/gpu-out}}
-STAGES=${STAGES:-build bench serve quant}
+STAGES=${STAGES:-build bench serve quant inv}
 B=${B:-build-gpu}
 M=/tmp/hy7b
 mkdir -p "$OUT"
@@ -64,9 +64,19 @@ fi
 echo "== done"
 
 if has quant; then # issue 7: quantized weights on the GPU (--quant q8|q4 at load)
-    for q in q8 q4; do
+    for q in q8 q4 fp8 q4_k; do
         timeout 200 $B/hymt bench -m $M --device cuda --quant $q --batch 1,64 --prompt-len 64 \
             --gen-len 128 >"$OUT/bench_$q.txt" 2>&1
         log "bench --quant $q: exit $?"; grep -E '^\| (1|64) |load' "$OUT/bench_$q.txt" | tee -a "$OUT/summary.txt"
     done
+    # device memory with q4 weights and a 2 GiB KV pool, everything included
+    timeout 200 $B/hymt bench -m $M --device cuda --quant q4 --kv-memory 2G --batch 1 \
+        --prompt-len 64 --gen-len 64 >"$OUT/bench_q4mem.txt" 2>&1
+    log "bench --quant q4 --kv-memory 2G: exit $?"; grep -E '^\| 1 ' "$OUT/bench_q4mem.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has inv; then # --batch-invariant: what it costs
+    timeout 200 $B/hymt bench -m $M --device cuda --batch-invariant --batch 1,8,64 \
+        --prompt-len 64 --gen-len 128 >"$OUT/bench_inv.txt" 2>&1
+    log "bench --batch-invariant: exit $?"; grep -E '^\| ' "$OUT/bench_inv.txt" | tee -a "$OUT/summary.txt"
 fi
