@@ -592,9 +592,21 @@ static const struct hy_backend_i cuda_iface = {
     .set_batch_invariant = cuda_set_batch_invariant,
 };
 
+/* Memory is decided at start-up, but the CUDA runtime loads a kernel's code into device
+ * memory when the kernel is first launched (lazy loading, the default since CUDA 12.2): a
+ * kernel first used by some later request (a prompt length, a batch shape) then takes a
+ * new 2 MiB of code memory after start-up (cuda_memory_test saw it). Eager loading puts all
+ * of it in place when the runtime starts. Set before the runtime's first call; a value the
+ * user set is kept. */
+static void eager_modules(void)
+{
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
+
 bool hy_cuda_available(void)
 {
     int n = 0;
+    eager_modules();
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
         (void)cudaGetLastError();
         return false;
@@ -620,6 +632,7 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     *out = NULL;
     hy_status s = HY_OK;
     int n_dev = 0;
+    eager_modules();
     if (cudaGetDeviceCount(&n_dev) != cudaSuccess || device < 0 || device >= n_dev) {
         (void)cudaGetLastError();
         return hy_err_set(err, HY_E_UNSUPPORTED, "no CUDA device %d (%d found)", device, n_dev);

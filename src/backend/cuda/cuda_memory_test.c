@@ -62,7 +62,10 @@ int main(void)
     int n_live = 0, next = 0, refused = 0, done = 0;
     uint64_t x = 2026;
     int32_t prompt[64], ids[64];
+    uint64_t used_mid = 0; /* after 100 requests: tells a one-time growth from a leak */
     while (done < NREQ) {
+        if (!used_mid && done >= 100)
+            be->i->mem_info(be, &used_mid, &total);
         /* top up: bursts larger than the queue are refused (HY_E_NOSPACE) and retried */
         while (n_live < INFLIGHT && next < NREQ) {
             const int i = next;
@@ -119,12 +122,12 @@ int main(void)
     fprintf(stderr, "%d requests (%d refusals while the queue was full): finished stop %lld, "
             "length %lld, cancelled %lld, timeout %lld; %lld tokens generated in %lld steps, "
             "%lld sampled from a whole row; KV blocks %d (used %d, cached %d); device memory "
-            "in use %llu bytes before, %llu after\n", NREQ, refused,
+            "in use %llu bytes before, %llu after 100 requests, %llu after\n", NREQ, refused,
             (long long)ss.finished[HY_FINISH_STOP], (long long)ss.finished[HY_FINISH_LENGTH],
             (long long)ss.finished[HY_FINISH_CANCELLED], (long long)ss.finished[HY_FINISH_TIMEOUT],
             (long long)ss.tokens_generated, (long long)ss.steps, (long long)ss.samples_full_row,
             ss.kv_blocks_total, ss.kv_blocks_used, ss.kv_blocks_cached,
-            (unsigned long long)used0, (unsigned long long)used1);
+            (unsigned long long)used0, (unsigned long long)used_mid, (unsigned long long)used1);
     CHECK(used0 > 0 && used1 == used0);
     CHECK(ss.kv_blocks_used == 0 && ss.slots_in_use == 0 && ss.n_running == 0);
     CHECK(ss.finished[HY_FINISH_LENGTH] > 0 && ss.finished[HY_FINISH_CANCELLED] > 0 &&
