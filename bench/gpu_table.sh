@@ -64,7 +64,7 @@ fi
 echo "== done"
 
 if has quant; then # issue 7: quantized weights on the GPU (--quant q8|q4 at load)
-    for q in q8 q4 fp8 q4_k; do
+    for q in ${QUANTS:-q8 q4 fp8 q4_k}; do
         timeout 200 $B/hymt bench -m $M --device cuda --quant $q --batch 1,64 --prompt-len 64 \
             --gen-len 128 >"$OUT/bench_$q.txt" 2>&1
         log "bench --quant $q: exit $?"; grep -E '^\| (1|64) |load' "$OUT/bench_$q.txt" | tee -a "$OUT/summary.txt"
