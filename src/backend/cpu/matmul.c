@@ -1,8 +1,10 @@
 /* matmul.c: out[t, r] = x[t, :] · W[r, :] on the thread pool.
- * Threads split the output rows into contiguous ranges of whole 4-row groups (each weight
- * byte is read by one thread; results are the same bit for bit for any thread count).
+ * Threads split the output rows into ranges of whole 4-row groups (or 32-row panels); each
+ * weight byte is read by one thread, and every row goes through the same kernel whichever
+ * thread runs it, so results are the same bit for bit for any thread count.
  * Decode (T = 1) is memory-bound: each thread reads its rows one after the other with the
- * dot kernel, its whole range one sequential stream. (Four rows side by side, the rows4
+ * dot kernel, its range one sequential stream, in pieces that a thread done early takes
+ * over from a slower one (pool_for_balanced). (Four rows side by side, the rows4
  * kernel, make four short interleaved streams that the hardware prefetcher follows late:
  * measured on this 2-core Zen 4, 1.8B shapes, 2 threads: Q8_0 12-15 -> 23 GB/s, Q4_G128
  * about twice as fast, BF16 19-24 -> 25 GB/s.)
@@ -16,8 +18,13 @@
  * quantizes a slab of tokens (as many as HY_CPU_XQ_ELEMS values hold) into the context once,
  * then the pool runs the same schedule over the slab with the q_ kernels; a call with more
  * tokens runs slab after slab (each re-reads the weights: ~HY_CPU_XQ_ELEMS/cols tokens a
- * pass). Quantization is per token, so results still do not depend on the thread count. */
+ * pass). Quantization is per token, so results still do not depend on the thread count.
+ * Where the kernels pack weights (q_pack, q_gemm: Q4_G128 on AVX-512 VNNI), prefill of 4
+ * tokens or more goes panel by panel instead (packed_range): 32 rows x 2048 columns
+ * unpacked into the thread's buffer, then every 4 tokens of the slab against them. */
 #include "backend/cpu/cpu_impl.h"
+
+#include <stdatomic.h>
 
 /* Columns per chunk: four tokens' activations (16 KiB) stay in L1. */
 #define CHUNK_COLS 1024
@@ -25,6 +32,10 @@
 #define BLOCK_BYTES (128 * 1024)
 /* Fewest 4-row groups a thread gets; below this the call runs on fewer threads. */
 #define MIN_GROUPS_PER_THREAD 2
+/* Fewest 4-row groups a piece of the balanced split holds (decode). */
+#define MIN_GROUPS_DYN 16
+/* Pieces a thread's range is cut into in the balanced split (pool_for_balanced). */
+#define DYN_PIECES 4
 /* Fewest tokens for which packing weight panels (q_pack) pays. */
 #define PACK_MIN_TOKENS 4
 _Static_assert(CHUNK_COLS % HY_QK_K == 0, "a column chunk must start on a block of every dtype");
@@ -202,6 +213,63 @@ static void packed_range(void *ctx, int64_t p0, int64_t p1, int tid)
     }
 }
 
+/* Balanced split: [0, n) is cut into one contiguous range a thread, as hy_pool_for would,
+ * and each thread takes its range's pieces in order (one sequential stream when nothing
+ * interferes); a thread that is done takes the remaining pieces of the others' ranges, so
+ * that a thread slowed down (by a neighbour on its core, or by a smaller share of the
+ * memory bandwidth) leaves work to the others instead of making them wait at the end of
+ * the call. Which thread runs a piece never changes its arithmetic. */
+#define DYN_MAX_THREADS 64
+struct dyn_job {
+    hy_pool_fn fn;
+    void *job;
+    int64_t n, grab;
+    int k;                              /* ranges (threads) */
+    _Atomic int64_t next[DYN_MAX_THREADS]; /* next item of each range */
+};
+
+static int64_t range_end(const struct dyn_job *d, int r)
+{
+    return d->n * (r + 1) / d->k;
+}
+
+static void dyn_run(void *ctx, int64_t a, int64_t b, int tid)
+{
+    struct dyn_job *d = ctx;
+    (void)b;
+    for (int v = 0; v < d->k; v++) { /* own range first, then the others' */
+        int r = (int)((a + v) % d->k);
+        int64_t end = range_end(d, r);
+        for (;;) {
+            int64_t i = atomic_fetch_add_explicit(&d->next[r], d->grab, memory_order_relaxed);
+            if (i >= end)
+                break;
+            d->fn(d->job, i, i + d->grab < end ? i + d->grab : end, tid);
+        }
+    }
+}
+
+/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab). */
+static void pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab, hy_pool_fn fn,
+                              void *job)
+{
+    int threads = hy_pool_size(pool);
+    if (threads > DYN_MAX_THREADS)
+        threads = DYN_MAX_THREADS;
+    struct dyn_job d = {.fn = fn, .job = job, .n = n};
+    d.grab = n / ((int64_t)DYN_PIECES * threads);
+    d.grab = d.grab > min_grab ? d.grab : min_grab;
+    int64_t pieces = (n + d.grab - 1) / d.grab;
+    d.k = (int)(pieces < threads ? pieces : threads);
+    for (int r = 0; r < d.k; r++)
+        atomic_init(&d.next[r], r == 0 ? 0 : range_end(&d, r - 1));
+    if (d.k <= 1) {
+        fn(job, 0, n, 0);
+        return;
+    }
+    hy_pool_for(pool, d.k, 1, dyn_run, &d);
+}
+
 struct xq_job {
     struct hy_cpu_ctx *c;
     const float *x;
@@ -251,11 +319,14 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
                 j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
                 j.dtype = w->dtype;
-                hy_pool_for(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1, packed_range,
-                            &j);
+                pool_for_balanced(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1,
+                                 packed_range, &j);
                 continue;
             }
-            hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
+            if (n == 1)
+                pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
+            else
+                hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
         }
         return;
     }
@@ -273,5 +344,8 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
     j.block_rows = (int64_t)(BLOCK_BYTES / j.chunk_bytes) & ~(int64_t)3;
     if (T == 0 || w->rows == 0)
         return;
-    hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
+    if (T == 1)
+        pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
+    else
+        hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
 }
