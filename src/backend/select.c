@@ -14,26 +14,51 @@ bool hy_backend_name_valid(const char *device)
     return device && (!strcmp(device, "auto") || !strcmp(device, "cpu") || !strcmp(device, "cuda"));
 }
 
-hy_status hy_backend_open(struct hy_backend **out, const char *device, int cpu_threads,
-                          struct hy_err *err)
+/* The CPU backend was chosen: refuse the options only CUDA has. `why` says why it is the
+ * CPU when the user did not name it. */
+static hy_status cpu_only_opts(const struct hy_backend_open_opts *o, const char *why,
+                               struct hy_err *err)
+{
+    if (o && o->fp8_gemm)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "--fp8-gemm needs the CUDA backend (--device "
+                          "cuda); the cpu backend does not offer it%s", why);
+    return HY_OK;
+}
+
+hy_status hy_backend_open_opts(struct hy_backend **out, const char *device, int cpu_threads,
+                               const struct hy_backend_open_opts *o, struct hy_err *err)
 {
     *out = NULL;
     if (!hy_backend_name_valid(device))
         return hy_err_set(err, HY_E_INVAL, "device must be auto, cpu or cuda, not '%s'",
                           device ? device : "(null)");
     bool want_cuda = !strcmp(device, "cuda");
+    bool is_auto = !strcmp(device, "auto");
 #ifdef HYMT_CUDA
-    if (want_cuda || (!strcmp(device, "auto") && hy_cuda_available())) {
+    if (want_cuda || (is_auto && hy_cuda_available())) {
         if (!hy_cuda_available())
             return hy_err_set(err, HY_E_UNSUPPORTED, "device cuda: no CUDA GPU is available");
-        return hy_cuda_backend_create(out, 0, err);
+        struct hy_cuda_opts co = {0};
+        co.fp8_act = o && o->fp8_gemm ? 1 : 0;
+        return hy_cuda_backend_create_opts(out, 0, &co, err);
     }
+    const char *why = is_auto ? " (device auto: no CUDA GPU is available)" : "";
 #else
     if (want_cuda)
         return hy_err_set(err, HY_E_UNSUPPORTED,
                           "device cuda: this hymt was built without CUDA (-DHYMT_CUDA=OFF)");
+    const char *why = is_auto ? " (this hymt was built without CUDA)" : "";
 #endif
+    hy_status st = cpu_only_opts(o, why, err);
+    if (st)
+        return st;
     return hy_cpu_backend_create(out, cpu_threads, err);
+}
+
+hy_status hy_backend_open(struct hy_backend **out, const char *device, int cpu_threads,
+                          struct hy_err *err)
+{
+    return hy_backend_open_opts(out, device, cpu_threads, NULL, err);
 }
 
 const char *hy_backend_describe(const struct hy_backend *be, char *buf, size_t cap)

@@ -202,7 +202,7 @@ int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const 
 }
 
 hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, struct hy_backend **be,
+                         int threads, const char *quant, bool fp8_gemm, struct hy_backend **be,
                          struct hy_model **m, struct hy_err *err)
 {
     *m = NULL;
@@ -210,7 +210,8 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
     int qd = cli_quant_dtype(quant);
     if (qd < 0)
         return hy_err_set(err, HY_E_INVAL, "unknown --quant '%s'", quant);
-    hy_status st = hy_backend_open(be, device ? device : default_device, threads, err);
+    const struct hy_backend_open_opts bo = {.fp8_gemm = fp8_gemm};
+    hy_status st = hy_backend_open_opts(be, device ? device : default_device, threads, &bo, err);
     if (st)
         return st;
     if (qd == HY_DTYPE_F8_E4M3 && (*be)->i->weight_upload && !(*be)->i->weight_upload_fp8) {

@@ -53,10 +53,12 @@ int cli_quant_dtype(const char *quant);
 struct hy_backend;
 struct hy_model;
 /* Opens the backend named by device (NULL: default_device) and loads the model from dir,
- * quantizing its projections and head when quant is set (cli_quant_dtype). On failure
- * both out pointers are NULL, everything is freed and err says why. */
+ * quantizing its projections and head when quant is set (cli_quant_dtype). fp8_gemm
+ * (--fp8-gemm) puts fp8 weights on the fp8 tensor-core GEMM (hy_backend_open_opts): a CUDA
+ * backend only, HY_E_UNSUPPORTED on the CPU. On failure both out pointers are NULL,
+ * everything is freed and err says why. */
 hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, struct hy_backend **be,
+                         int threads, const char *quant, bool fp8_gemm, struct hy_backend **be,
                          struct hy_model **m, struct hy_err *err);
 
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */

@@ -37,13 +37,16 @@ static const struct cli_cmd cmd = {
     "  --quant q8|q4            quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                           q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8\n"
     "  --batch-invariant        batch-invariant numerics (GPU; what they cost)\n"
+    "  --fp8-gemm               fp8 weights: multiply batches of more than 8 rows on the fp8\n"
+    "                           tensor cores (activations rounded to fp8: faster, less exact;\n"
+    "                           GPU sm_89+)\n"
     "  -h, --help               this text\n",
 };
 
 struct bench_opts {
     const char *model, *batches, *device, *kv, *translate, *to, *quant;
     int64_t prompt_len, gen_len, mbt, threads;
-    bool batch_inv;
+    bool batch_inv, fp8_gemm;
 };
 
 struct row {
@@ -220,6 +223,7 @@ int cmd_bench(int argc, char **argv)
         {"to", CLI_STR, &o.to, 0, 0, false},
         {"quant", CLI_STR, &o.quant, 0, 0, false},
         {"batch-invariant", CLI_FLAG, &o.batch_inv, 0, 0, false},
+        {"fp8-gemm", CLI_FLAG, &o.fp8_gemm, 0, 0, false},
     };
     const char *pos[1];
     int n_pos, batches[BENCH_MAX_BATCHES];
@@ -240,8 +244,8 @@ int cmd_bench(int argc, char **argv)
     struct hy_backend *be = NULL;
     struct hy_model *m = NULL;
     double t0 = hy_clock_now();
-    hy_status st = cli_load_model(o.model, o.device, "auto", (int)o.threads, o.quant, &be, &m,
-                                  &err);
+    hy_status st = cli_load_model(o.model, o.device, "auto", (int)o.threads, o.quant, o.fp8_gemm,
+                                  &be, &m, &err);
     if (st) {
         fprintf(stderr, "hymt bench: %s\n", err.msg);
         if (be)

@@ -43,6 +43,9 @@ static const struct cli_cmd cmd = {
     "  --quant q8|q4         quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                        q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8;\n"
     "                        on a GPU q8, q4, q4_0 and fp8\n"
+    "  --fp8-gemm            fp8 weights: multiply batches of more than 8 rows on the fp8\n"
+    "                        tensor cores (activations rounded to fp8: faster, less exact;\n"
+    "                        GPU sm_89+)\n"
     "  -h, --help            this text\n",
 };
 
@@ -50,7 +53,7 @@ struct gen_opts {
     const char *model, *ids, *prompt, *dump, *device, *quant;
     int64_t n, seed, threads;
     double temp;
-    bool ignore_eos, text;
+    bool ignore_eos, text, fp8_gemm;
 };
 
 /* Stop ids: the config's eos list and eod, plus generation_config.json's eos list. */
@@ -153,8 +156,8 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     int rc = 1;
     double t_load = hy_clock_now();
     char desc[320];
-    hy_status s = cli_load_model(o->model, o->device, "cpu", (int)o->threads, o->quant, &be, &m,
-                                 &err);
+    hy_status s = cli_load_model(o->model, o->device, "cpu", (int)o->threads, o->quant,
+                                 o->fp8_gemm, &be, &m, &err);
     if (!s)
         s = hy_ctx_create(&c, m, n_prompt + (int)o->n, n_prompt, &err);
     if (s) {
@@ -242,6 +245,7 @@ int cmd_generate(int argc, char **argv)
         {"t|threads", CLI_INT, &o.threads, 1, 256, false},
         {"device", CLI_STR, &o.device, 0, 0, false},
         {"quant", CLI_STR, &o.quant, 0, 0, false},
+        {"fp8-gemm", CLI_FLAG, &o.fp8_gemm, 0, 0, false},
     };
     const char *pos[1];
     int n_pos;

@@ -40,6 +40,9 @@ static const struct cli_cmd cmd = {
     "  --quant q8|q4              quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                             q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types),\n"
     "                             fp8; on a GPU q8, q4, q4_0 and fp8\n"
+    "  --fp8-gemm                 fp8 weights: multiply batches of more than 8 rows on the\n"
+    "                             fp8 tensor cores (activations rounded to fp8: faster, less\n"
+    "                             exact; GPU sm_89+)\n"
     "  --max-queue N              requests (segments) waiting in the engine; more get 429\n"
     "                             (default 1024)\n"
     "  --max-running N            sequences decoded together (default 16; 64 on a GPU)\n"
@@ -62,6 +65,7 @@ struct serve_opts {
     int64_t port, threads, max_chars, max_conns;
     double timeout, drain;
     struct cli_engine_flags eng;
+    bool fp8_gemm;
 };
 
 static int parse_opts(struct serve_opts *o, int argc, char **argv)
@@ -73,6 +77,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
         {"device", CLI_STR, &o->device, 0, 0, false},
         {"quant", CLI_STR, &o->quant, 0, 0, false},
+        {"fp8-gemm", CLI_FLAG, &o->fp8_gemm, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"drain", CLI_REAL, &o->drain, 0, 1e5, false},
@@ -138,8 +143,8 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
                       struct hy_backend **be, struct hy_model **m, struct hy_tok **tok,
                       struct hy_engine **e, struct hy_err *err)
 {
-    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant, be, m,
-                                  err);
+    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
+                                  o->fp8_gemm, be, m, err);
     if (!st) {
         char desc[320];
         HY_LOGI("serve: model runs on %s", hy_backend_describe(*be, desc, sizeof desc));

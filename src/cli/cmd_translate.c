@@ -49,6 +49,9 @@ static const struct cli_cmd cmd = {
     "  --quant q8|q4              quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                             q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types),\n"
     "                             fp8; on a GPU q8, q4, q4_0 and fp8\n"
+    "  --fp8-gemm                 fp8 weights: multiply batches of more than 8 rows on the\n"
+    "                             fp8 tensor cores (activations rounded to fp8: faster, less\n"
+    "                             exact; GPU sm_89+)\n"
     "  -h, --help                 this text\n"
     "\n"
     "languages: zh en fr pt es ja tr ru ar ko th it de vi ms id tl hi zh-Hant pl cs nl km my\n"
@@ -60,7 +63,7 @@ struct tr_opts {
     int64_t threads, top_k, seed, max_seg, max_new;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
-    bool greedy, keep_lines, replace;
+    bool greedy, keep_lines, replace, fp8_gemm;
 };
 
 struct sink {
@@ -206,6 +209,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
         {"device", CLI_STR, &o->device, 0, 0, false},
         {"quant", CLI_STR, &o->quant, 0, 0, false},
+        {"fp8-gemm", CLI_FLAG, &o->fp8_gemm, 0, 0, false},
     };
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], files, TR_MAX_FILES,
                       n_files);
@@ -241,8 +245,8 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     struct cli_engine_flags eng = o->eng;
     if (cli_engine_params(&cmd, &eng, &ep))
         return 2;
-    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant, &be, &m,
-                                  &err);
+    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
+                                  o->fp8_gemm, &be, &m, &err);
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
     if (!st)

@@ -144,6 +144,9 @@ contains "$TMP/err" "not both" "both KV sizes are refused"
 expect 1 "translate --batch-invariant on the CPU" -- "$HYMT" translate -m "$T" --to en \
     --device cpu --batch-invariant "$TMP/doc.txt"
 contains "$TMP/err" "batch-invariant needs the CUDA backend" "--batch-invariant on the CPU is refused"
+expect 1 "translate --fp8-gemm on the CPU" -- "$HYMT" translate -m "$T" --to en \
+    --device cpu --fp8-gemm "$TMP/doc.txt"
+contains "$TMP/err" "fp8-gemm needs the CUDA backend" "--fp8-gemm on the CPU is refused"
 printf 'bad \377 byte\n' >"$TMP/bad.txt"
 expect 1 "translate invalid UTF-8" -- "$HYMT" translate -m "$T" --to en "$TMP/bad.txt"
 contains "$TMP/err" "invalid UTF-8 at byte 4" "names the bad byte"
