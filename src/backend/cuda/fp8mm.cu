@@ -31,6 +31,7 @@
  * cuBLASLt's periodic promotion (FAST_ACCUM off). So |out - exact| <= 2^-4·S +
  * 2^-10·xs·Σ|w| + accumulation (cuda_fp8_test states the bound it checks). */
 #include "backend/cuda/fp8mm.h"
+#include "backend/cuda/gemv_util.cuh"
 extern "C" {
 #include "core/log.h"
 }
@@ -71,15 +72,6 @@ extern "C" void hy_cuda_fp8_pack(void *dst, const uint8_t *codes, const float *s
 
 /* ---- decoding ---- */
 
-static __device__ __forceinline__ uint4 f8_ld_stream(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
 /* What a decoded value must be multiplied by to be the code's value. */
 static __device__ __forceinline__ float f8_dec_scale(void)
 {
@@ -116,32 +108,34 @@ static __device__ __forceinline__ void f8_word(uint32_t u, float *w)
 
 /* ---- T <= 8: the GEMV ---- */
 
+/* out[t, row] = the row's sum times its scale and the decoding's (epi of gemv_reduce_store). */
+struct f8_row_scale {
+    const float *ws;
+    __device__ __forceinline__ float operator()(float s, int row) const
+    {
+        return s * (ws[row] * f8_dec_scale());
+    }
+};
+
 template <int NT, int R>
 __global__ void __launch_bounds__(F8_MAX_THREADS, 1)
     f8_gemv_kernel(float *out, const float *x, const unsigned char *wq, const float *ws, int rows,
                    int cols)
 {
-    __shared__ float red[F8_MAX_THREADS / 32][R * NT];
     const int row0 = blockIdx.x * R;
     const int n16 = cols / 16;
     const uint4 *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        int rr = row0 + r < rows ? row0 + r : rows - 1; /* past the end: reread, not stored */
-        wr[r] = (const uint4 *)(wq + (int64_t)rr * cols);
-    }
-    float acc[R][NT];
-#pragma unroll
     for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++)
-            acc[r][t] = 0.0f;
+        wr[r] = (const uint4 *)(wq + (int64_t)gemv_row(row0, r, rows) * cols);
+    float acc[R][NT];
+    gemv_zero(acc);
 #pragma unroll(NT <= 2 ? 2 : 1)
     for (int k = threadIdx.x; k < n16; k += blockDim.x) {
         uint4 v[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            v[r] = f8_ld_stream(wr[r] + k);
+            v[r] = ld_stream(wr[r] + k);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             float wf[R][4];
@@ -162,27 +156,8 @@ __global__ void __launch_bounds__(F8_MAX_THREADS, 1)
             }
         }
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            float a = acc[r][t];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (lane == 0)
-                red[warp][r * NT + t] = a;
-        }
-    __syncthreads();
-    if (threadIdx.x < R * NT) { /* blockDim.x >= 64 >= R * NT */
-        const int r = threadIdx.x / NT, t = threadIdx.x % NT;
-        float s = 0.0f;
-        for (int i = 0; i < nwarps; i++)
-            s += red[i][threadIdx.x];
-        if (row0 + r < rows)
-            out[(int64_t)t * rows + row0 + r] = s * (ws[row0 + r] * f8_dec_scale());
-    }
+    /* blockDim.x >= 64 >= R * NT */
+    gemv_reduce_store<F8_MAX_THREADS / 32>(acc, out, row0, rows, blockDim.x >> 5, f8_row_scale{ws});
 }
 
 template <int NT>

@@ -12,6 +12,7 @@
  * outᵀ = W(col-major [cols, rows])ᵀ · xᵀ(col-major [cols, T]). Inputs larger than the
  * scratch go in chunks of whole rows. */
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/gemv_util.cuh"
 
 #ifndef GEMV_MAX_T
 #define GEMV_MAX_T 8 /* bench/cuda_matmul.cu compiles a copy with 0: cuBLAS only */
@@ -33,15 +34,6 @@
  * Each x element loaded serves R rows, so x's traffic is T/R times the weights' bytes x 2
  * (float32 vs bf16), and the grid (rows / R blocks) fills the SMs down to rows = 4096.
  * Needs cols % 8 == 0 and 16-byte aligned x and W. */
-__device__ __forceinline__ uint4 ld_stream(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
 __device__ __forceinline__ float dot8(float acc, uint4 v, float4 a, float4 b)
 {
     acc = fmaf(__uint_as_float(v.x << 16), a.x, acc);
@@ -59,21 +51,14 @@ template <int NT, int R>
 __global__ void __launch_bounds__(GEMV_THREADS, GEMV_MINB)
     gemv_kernel(float *out, const float *x, const uint16_t *w, int rows, int cols)
 {
-    __shared__ float red[GEMV_THREADS / 32][R * NT];
     const int row0 = blockIdx.x * R;
     const int n8 = cols / 8;
     const uint4 *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        int rr = row0 + r < rows ? row0 + r : rows - 1; /* past the end: reread, not stored */
-        wr[r] = (const uint4 *)(w + (int64_t)rr * cols);
-    }
-    float acc[R][NT];
-#pragma unroll
     for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++)
-            acc[r][t] = 0.0f;
+        wr[r] = (const uint4 *)(w + (int64_t)gemv_row(row0, r, rows) * cols);
+    float acc[R][NT];
+    gemv_zero(acc);
 #pragma unroll(NT <= 2 ? 2 : 1)
     for (int k = threadIdx.x; k < n8; k += GEMV_THREADS) {
         uint4 v[R];
@@ -89,28 +74,7 @@ __global__ void __launch_bounds__(GEMV_THREADS, GEMV_MINB)
                 acc[r][t] = dot8(acc[r][t], v[r], a, b);
         }
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            float a = acc[r][t];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (lane == 0)
-                red[warp][r * NT + t] = a;
-        }
-    __syncthreads();
-    if (threadIdx.x < R * NT) {
-        const int r = threadIdx.x / NT, t = threadIdx.x % NT;
-        float s = 0.0f;
-#pragma unroll
-        for (int i = 0; i < GEMV_THREADS / 32; i++)
-            s += red[i][threadIdx.x];
-        if (row0 + r < rows)
-            out[(int64_t)t * rows + row0 + r] = s;
-    }
+    gemv_reduce_store<GEMV_THREADS / 32>(acc, out, row0, rows, GEMV_THREADS / 32, gemv_plain());
 }
 
 /* 4 rows a block for T <= 4, 8 above: x's L1/L2 traffic per weight byte halves, at up to

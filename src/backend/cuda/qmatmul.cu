@@ -26,6 +26,7 @@
  * weights are read once per chunk of x plus the bf16 scratch written and read: about 2.5x
  * (Q8) to 5x (Q4) the bytes of the fused kernel this stands in for. */
 #include "backend/cuda/qmatmul.h"
+#include "backend/cuda/gemv_util.cuh"
 #include "backend/cuda/qmma.h"
 #include "backend/cuda/qlayout_k.h"
 #include "backend/cuda/qmatmul_k.h"
@@ -108,15 +109,6 @@ extern "C" void hy_cuda_q_repack(void *dst, const void *src, int qt, int64_t row
     }
 }
 
-static __device__ __forceinline__ uint4 q_ld_stream(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
 static __device__ __forceinline__ float q_h2f(uint16_t h)
 {
     return __half2float(__ushort_as_half(h));
@@ -169,30 +161,25 @@ __global__ void __launch_bounds__(QG_MAX_THREADS, 1)
 {
     typedef qtraits<QT> Q;
     constexpr int NW = Q::HI ? 8 : 4; /* quants a 4-byte word */
-    __shared__ float red[QG_MAX_THREADS / 32][R * NT];
     const int row0 = blockIdx.x * R;
     const int nblk = cols / Q::B, n16 = nblk * Q::QB / 16;
     const uint4 *wr[R];
     const uint16_t *sr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        int rr = row0 + r < rows ? row0 + r : rows - 1; /* past the end: reread, not stored */
+        const int rr = gemv_row(row0, r, rows);
         wr[r] = (const uint4 *)(wq + (int64_t)rr * nblk * Q::QB);
         sr[r] = ws + (int64_t)rr * nblk;
     }
     float acc[R][NT];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++)
-            acc[r][t] = 0.0f;
+    gemv_zero(acc);
 #pragma unroll(NT <= 2 ? 2 : 1)
     for (int k = threadIdx.x; k < n16; k += blockDim.x) {
         uint4 v[R];
         float d[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            v[r] = q_ld_stream(wr[r] + k);
+            v[r] = ld_stream(wr[r] + k);
 #pragma unroll
         for (int r = 0; r < R; r++)
             d[r] = q_h2f(__ldg(sr[r] + q_piece_block<QT>(k)));
@@ -227,27 +214,8 @@ __global__ void __launch_bounds__(QG_MAX_THREADS, 1)
             }
         }
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            float a = acc[r][t];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (lane == 0)
-                red[warp][r * NT + t] = a;
-        }
-    __syncthreads();
-    if (threadIdx.x < R * NT) { /* blockDim.x >= 64 >= R * NT */
-        const int r = threadIdx.x / NT, t = threadIdx.x % NT;
-        float s = 0.0f;
-        for (int i = 0; i < nwarps; i++)
-            s += red[i][threadIdx.x];
-        if (row0 + r < rows)
-            out[(int64_t)t * rows + row0 + r] = s;
-    }
+    /* blockDim.x >= 64 >= R * NT */
+    gemv_reduce_store<QG_MAX_THREADS / 32>(acc, out, row0, rows, blockDim.x >> 5, gemv_plain());
 }
 
 template <int QT, int NT>

@@ -30,6 +30,7 @@
  * Row dequantization (the chunked T > 8 path of hy_cuda_matmul_q) and embedding: a thread
  * takes 8 consecutive elements of a row, which lie in one sub-block, and computes them as
  * the host dequantizer does (Q4_K: ds*q exact, then one rounding of - dm). */
+#include "backend/cuda/gemv_util.cuh"
 #include "backend/cuda/qlayout_k.h"
 #include "backend/cuda/qmatmul_k.h"
 
@@ -39,15 +40,6 @@
 #define KG_MAX_THREADS 256
 #define KG_F23 8388608.0f      /* 2^23: a Q4_K nibble q */
 #define KG_F23_Q6 8388640.0f   /* 2^23 + 32: a Q6_K 6-bit q, minus 32 */
-
-static __device__ __forceinline__ uint4 k_ld_stream(const unsigned char *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
 
 static __device__ __forceinline__ float k_h2f(uint32_t h)
 {
@@ -90,33 +82,28 @@ static __device__ __forceinline__ float q6k_sc(uint32_t s, int byte)
     return (float)(v - ((v & 0x80) << 1));
 }
 
+/* acc += ds0 * (w[0..3] . a) + ds1 * (w[4..7] . b), each dot a chain of fmas from w[0] * a.x. */
+static __device__ __forceinline__ float k_dot2(const float *w, float4 a, float4 b, float ds0,
+                                               float ds1, float acc)
+{
+    float p0 = w[0] * a.x, p1 = w[4] * b.x;
+    p0 = fmaf(w[1], a.y, p0);
+    p1 = fmaf(w[5], b.y, p1);
+    p0 = fmaf(w[2], a.z, p0);
+    p1 = fmaf(w[6], b.z, p1);
+    p0 = fmaf(w[3], a.w, p0);
+    p1 = fmaf(w[7], b.w, p1);
+    acc = fmaf(ds0, p0, acc);
+    return fmaf(ds1, p1, acc);
+}
+
 /* Sums each row's parts (acc of every thread) and writes out[t, row0 + r]. */
 template <int R, int NT>
-static __device__ __forceinline__ void k_reduce_store(float (&acc)[R][NT], float *out, int row0,
-                                                      int rows)
+static __device__ __forceinline__ void k_reduce_store(const float (&acc)[R][NT], float *out,
+                                                      int row0, int rows)
 {
-    __shared__ float red[KG_MAX_THREADS / 32][R * NT];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            float a = acc[r][t];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (lane == 0)
-                red[warp][r * NT + t] = a;
-        }
-    __syncthreads();
-    if (threadIdx.x < R * NT) { /* blockDim.x >= 64 >= R * NT */
-        const int r = threadIdx.x / NT, t = threadIdx.x % NT;
-        float s = 0.0f;
-        for (int i = 0; i < nwarps; i++)
-            s += red[i][threadIdx.x];
-        if (row0 + r < rows)
-            out[(int64_t)t * rows + row0 + r] = s;
-    }
+    /* blockDim.x >= 64 >= R * NT */
+    gemv_reduce_store<KG_MAX_THREADS / 32>(acc, out, row0, rows, blockDim.x >> 5, gemv_plain());
 }
 
 template <int NT, int R>
@@ -126,23 +113,17 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
     const int row0 = blockIdx.x * R, nsb = cols / HY_QK_SUPER, nunits = nsb * 8;
     const unsigned char *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int rr = row0 + r < rows ? row0 + r : rows - 1; /* past the end: reread */
-        wr[r] = w + (int64_t)rr * nsb * HY_QK_Q4K_BYTES;
-    }
-    float acc[R][NT];
-#pragma unroll
     for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++)
-            acc[r][t] = 0.0f;
+        wr[r] = w + (int64_t)gemv_row(row0, r, rows) * nsb * HY_QK_Q4K_BYTES;
+    float acc[R][NT];
+    gemv_zero(acc);
     for (int k = threadIdx.x; k < nunits; k += blockDim.x) {
         const int sb = k >> 3, p = k & 7, i = p >> 1;
         uint4 v[R];
         float ds0[R], dm0[R], ds1[R], dm1[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            v[r] = k_ld_stream(wr[r] + sb * HY_QK_Q4K_BYTES + HY_QK_Q4K_HEAD + 16 * p);
+            v[r] = ld_stream(wr[r] + sb * HY_QK_Q4K_BYTES + HY_QK_Q4K_HEAD + 16 * p);
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const uint4 h = __ldg((const uint4 *)(wr[r] + sb * HY_QK_Q4K_BYTES));
@@ -176,17 +157,8 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
                 sx0[t] += (a.x + a.y) + (a.z + a.w);
                 sx1[t] += (b.x + b.y) + (b.z + b.w);
 #pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float p0 = wf[r][0] * a.x, p1 = wf[r][4] * b.x;
-                    p0 = fmaf(wf[r][1], a.y, p0);
-                    p1 = fmaf(wf[r][5], b.y, p1);
-                    p0 = fmaf(wf[r][2], a.z, p0);
-                    p1 = fmaf(wf[r][6], b.z, p1);
-                    p0 = fmaf(wf[r][3], a.w, p0);
-                    p1 = fmaf(wf[r][7], b.w, p1);
-                    acc[r][t] = fmaf(ds0[r], p0, acc[r][t]);
-                    acc[r][t] = fmaf(ds1[r], p1, acc[r][t]);
-                }
+                for (int r = 0; r < R; r++)
+                    acc[r][t] = k_dot2(wf[r], a, b, ds0[r], ds1[r], acc[r][t]);
             }
         }
 #pragma unroll
@@ -214,13 +186,9 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
     int64_t rb[R]; /* the row's first super-block */
 #pragma unroll
     for (int r = 0; r < R; r++)
-        rb[r] = (int64_t)(row0 + r < rows ? row0 + r : rows - 1) * nsb;
+        rb[r] = (int64_t)gemv_row(row0, r, rows) * nsb;
     float acc[R][NT];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < NT; t++)
-            acc[r][t] = 0.0f;
+    gemv_zero(acc);
     for (int k = threadIdx.x; k < nunits; k += blockDim.x) {
         const int sb = k >> 2, h = (k >> 1) & 1, o = k & 1, l0 = 16 * o;
         uint4 va[R], vb[R], vh[R];
@@ -228,9 +196,9 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const unsigned char *q = w + (rb[r] + sb) * HY_QK_Q6K_QBYTES;
-            va[r] = k_ld_stream(q + 64 * h + l0);
-            vb[r] = k_ld_stream(q + 64 * h + 32 + l0);
-            vh[r] = k_ld_stream(q + 128 + 32 * h + l0);
+            va[r] = ld_stream(q + 64 * h + l0);
+            vb[r] = ld_stream(q + 64 * h + 32 + l0);
+            vh[r] = ld_stream(q + 128 + 32 * h + l0);
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -269,17 +237,8 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
                     const float4 a = __ldg((const float4 *)xt),
                                  b = __ldg((const float4 *)(xt + 32));
 #pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        float p0 = wf[r][0] * a.x, p1 = wf[r][4] * b.x;
-                        p0 = fmaf(wf[r][1], a.y, p0);
-                        p1 = fmaf(wf[r][5], b.y, p1);
-                        p0 = fmaf(wf[r][2], a.z, p0);
-                        p1 = fmaf(wf[r][6], b.z, p1);
-                        p0 = fmaf(wf[r][3], a.w, p0);
-                        p1 = fmaf(wf[r][7], b.w, p1);
-                        acc[r][t] = fmaf(ds[r][2 * g], p0, acc[r][t]);
-                        acc[r][t] = fmaf(ds[r][2 * g + 1], p1, acc[r][t]);
-                    }
+                    for (int r = 0; r < R; r++)
+                        acc[r][t] = k_dot2(wf[r], a, b, ds[r][2 * g], ds[r][2 * g + 1], acc[r][t]);
                 }
             }
     }

@@ -39,6 +39,7 @@
  * Dequantization: a quant becomes an exact float (byte placed in the mantissa of 2^23, one
  * subtraction), times d (exact in float32), rounded to bf16 (nearest even) in pairs. */
 #include "backend/cuda/qmma.h"
+#include "backend/cuda/gemv_util.cuh"
 #include "backend/cuda/qmatmul.h"
 
 #include <cuda_bf16.h>
@@ -86,15 +87,6 @@ template <int QT> static __device__ __forceinline__ int qmma_blk(int k, int t, i
 static __device__ __forceinline__ int qmma_swz(int n, int u)
 {
     return u ^ ((u >> 2) & 2) ^ (n & 1);
-}
-
-static __device__ __forceinline__ uint4 qmma_ld_stream(const void *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
 }
 
 /* 16 bytes global -> shared, bypassing L1; n_src 0 writes zeros (rows past T). */
@@ -181,7 +173,7 @@ static __device__ __forceinline__ void qmma_load_w(qmma_wregs &w, const qmma_row
         for (int h = 0; h < 2; h++) {
 #pragma unroll
             for (int l = 0; l < Q::LD; l++)
-                w.q[j][h][l] = qmma_ld_stream(rw.wq + rw.q[j][h] + (uint32_t)(k * Q::RB + 64 * l));
+                w.q[j][h][l] = ld_stream(rw.wq + rw.q[j][h] + (uint32_t)(k * Q::RB + 64 * l));
 #pragma unroll
             for (int i = 0; i < Q::NS; i++)
                 w.d[j][h][i] = __half2float(
