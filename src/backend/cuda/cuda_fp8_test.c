@@ -30,26 +30,17 @@
 #include "core/fp8.h"
 #include "model/hunyuan.h"
 #include "test.h"
+#include "backend/cuda/cuda_test_util.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define U32 (1.0 / 16777216.0)
 #define STEPS 16
 #define NP 9
 
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-/* Uniform in [-1, 1), never exactly 0. */
-static float urand(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)((rng_state >> 40) + 0.5) / (float)(1 << 23) - 1.0f;
-}
+static struct rng rng = {0x243f6a8885a308d3ull};
 
 /* Worst error/bound seen: [0] GEMV, [1] bf16 activations, [2] fp8 activations. */
 static double worst[3], rel_sum[3], rel_n[3];
@@ -75,7 +66,7 @@ static void fp8w_make(struct fp8w *w, int64_t rows, int64_t cols, bool per_row)
     for (int64_t r = 0; r < rows; r++) {
         float s = ldexpf(1.0f, (int)(r % 7) - 3), m = 0;
         for (int64_t c = 0; c < cols; c++) {
-            v[r * cols + c] = s * urand();
+            v[r * cols + c] = s * rng_unit(&rng);
             m = fmaxf(m, fabsf(v[r * cols + c]));
         }
         if (per_row)
@@ -125,19 +116,13 @@ static void matmul_case(struct hy_backend *be, int act, const struct fp8w *w, in
     float *ref = malloc((size_t)(T * rows) * sizeof *ref);
     float xmax = 0;
     for (int64_t i = 0; i < T * cols; i++) {
-        x[i] = ldexpf(urand(), (int)(i % 5) - 2); /* x spread over binades as well */
+        x[i] = ldexpf(rng_unit(&rng), (int)(i % 5) - 2); /* x spread over binades as well */
         xmax = fmaxf(xmax, fabsf(x[i]));
     }
     const double xs = input_scale > 0 ? input_scale : xmax / HY_FP8_E4M3_MAX;
     struct hy_weight rw = {HY_DTYPE_F32, rows, cols, w->deq};
     hy_ref_matmul(ref, x, &rw, T);
-    float *dx = be->i->alloc(be, (size_t)(T * cols) * 4), *dout = be->i->alloc(be, (size_t)(T * rows) * 4);
-    for (int64_t i = 0; i < T * rows; i++)
-        got[i] = NAN;
-    be->i->upload(be, dx, x, (size_t)(T * cols) * 4);
-    be->i->upload(be, dout, got, (size_t)(T * rows) * 4);
-    be->i->matmul(be, dout, dx, &hw, T);
-    be->i->download(be, got, dout, (size_t)(T * rows) * 4);
+    ct_backend_matmul(be, &hw, x, T, 0, got);
     const int path = path_of(w, T, act);
     double wr = 0;
     int bad = 0;
@@ -165,8 +150,6 @@ static void matmul_case(struct hy_backend *be, int act, const struct fp8w *w, in
     worst[path] = fmax(worst[path], wr);
     CHECKF(bad == 0, "%s %lldx%lld T=%d (%s): %d elements outside the bound (worst %.3g)", what,
            (long long)rows, (long long)cols, T, path_name[path], bad, wr);
-    be->i->free(be, dx);
-    be->i->free(be, dout);
     be->i->free(be, (void *)hw.data);
     free(x);
     free(got);
@@ -224,47 +207,22 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, int act, 
     struct hy_model *ms[2] = {mc, mg};
     float *ls[2] = {lc, lg};
     int32_t *is[2] = {ic, ig};
-    for (int k = 0; k < 2; k++) {
-        struct hy_ctx *c = NULL;
-        bool ok = hy_ctx_create(&c, ms[k], NP + STEPS, NP, &err) == HY_OK &&
-                  hy_model_forward(c, prompt, NP, false, ls[k], &err) == HY_OK;
-        for (int s = 0; ok && s < STEPS; s++) {
-            const float *l = ls[k] + s * V;
-            int64_t b = 0;
-            for (int64_t i = 1; i < V; i++)
-                b = l[i] > l[b] ? i : b;
-            is[k][s] = (int32_t)b;
-            int32_t next = k == 1 && !free_run ? ic[s] : is[k][s]; /* forced: the CPU's ids */
-            if (s + 1 < STEPS)
-                ok = hy_model_forward(c, &next, 1, false, ls[k] + (s + 1) * V, &err) == HY_OK;
-        }
-        CHECKF(ok, "%s: %s", name, err.msg);
-        hy_ctx_destroy(c);
-    }
+    for (int k = 0; k < 2; k++) /* not free-running: the GPU fed the CPU's ids */
+        ct_greedy(ms[k], prompt, NP, STEPS, k == 1 && !free_run ? ic : NULL, ls[k], is[k]);
     int same = 0, bad_ids = 0;
     while (same < STEPS && ic[same] == ig[same])
         same++;
     double wp = 0, wd = 0, gap = INFINITY, cmin = 1;
     const double limit = 2e-2;
     for (int s = 0; s < STEPS && (s <= same || !free_run); s++) {
-        double num = 0, den = 0, t1 = -INFINITY, t2 = -INFINITY, ab = 0, aa = 0, bb = 0;
-        for (int64_t i = 0; i < V; i++) {
-            double a = lc[s * V + i], g = lg[s * V + i];
-            num = fmax(num, fabs(a - g));
-            den = fmax(den, fabs(a));
-            ab += a * g, aa += a * a, bb += g * g;
-            if (a > t1)
-                t2 = t1, t1 = a;
-            else if (a > t2)
-                t2 = a;
-        }
+        const struct ct_row_diff d = ct_row_diff(lc + s * V, lg + s * V, V);
         if (s == 0)
-            wp = num / den; /* after the prompt: the T > 8 path */
+            wp = d.diff / d.den; /* after the prompt: the T > 8 path */
         else
-            wd = fmax(wd, num / den);
-        gap = fmin(gap, (t1 - t2) / den);
-        cmin = fmin(cmin, ab / sqrt(aa * bb));
-        bad_ids += !free_run && ic[s] != ig[s] && (t1 - t2) / den > 2 * limit;
+            wd = fmax(wd, d.diff / d.den);
+        gap = fmin(gap, d.gap / d.den);
+        cmin = fmin(cmin, d.cos);
+        bad_ids += !free_run && ic[s] != ig[s] && d.gap / d.den > 2 * limit;
     }
     fprintf(stderr, "%s%s (%s activations for T > 8, %s): greedy ids equal for %d/%d steps; "
             "max |dlogit|/max|logit| after the prompt %.3g, decode steps %.3g (limit %.0e); "

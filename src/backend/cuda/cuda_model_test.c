@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda.h"
 #include "model/hunyuan.h"
 #include "test.h"
+#include "backend/cuda/cuda_test_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,34 +31,6 @@
 #define NP_LONG 40 /* prefill rows of one sequence >= 16: the tensor-core attention kernel */
 
 static const int32_t prompt[NP] = {305, 3, 77, 250, 12, 319, 8, 8, 130}; /* < every vocab */
-
-static int argmax(const float *x, int64_t n)
-{
-    int64_t b = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[b])
-            b = i;
-    return (int)b;
-}
-
-/* Greedy run: logits[(STEPS) * V] (the prompt's last position, then each decode step) and
- * ids[STEPS]. */
-static bool greedy(struct hy_model *m, const int32_t *p, int np, float *logits, int32_t *ids)
-{
-    struct hy_ctx *c = NULL;
-    struct hy_err err = {{0}};
-    const int64_t V = m->cfg.vocab_size;
-    bool ok = hy_ctx_create(&c, m, np + STEPS, np, &err) == HY_OK &&
-              hy_model_forward(c, p, np, false, logits, &err) == HY_OK;
-    for (int s = 0; ok && s < STEPS; s++) {
-        ids[s] = argmax(logits + s * V, V);
-        if (s + 1 < STEPS)
-            ok = hy_model_forward(c, &ids[s], 1, false, logits + (s + 1) * V, &err) == HY_OK;
-    }
-    CHECKF(ok, "greedy: %s", err.msg);
-    hy_ctx_destroy(c);
-    return ok;
-}
 
 static void check_parity(const char *name, struct hy_backend *cpu, struct hy_backend *gpu,
                          int np)
@@ -74,40 +47,9 @@ static void check_parity(const char *name, struct hy_backend *cpu, struct hy_bac
     if (!mc || !mg)
         goto out;
     CHECK(mg->weights_uploaded && !mc->weights_uploaded);
-    const int64_t V = mc->cfg.vocab_size;
-    float *lc = malloc((size_t)(STEPS * V) * sizeof *lc), *lg = malloc((size_t)(STEPS * V) * sizeof *lg);
-    int32_t ic[STEPS], ig[STEPS];
-    if (greedy(mc, p, np, lc, ic) && greedy(mg, p, np, lg, ig)) {
-        double worst = 0, gap = INFINITY;
-        int same = 0;
-        while (same < STEPS && ic[same] == ig[same])
-            same++;
-        for (int s = 0; s < STEPS; s++) {
-            double num = 0, den = 0, top1 = -INFINITY, top2 = -INFINITY;
-            for (int64_t i = 0; i < V; i++) {
-                double a = lc[s * V + i];
-                num = fmax(num, fabs(a - lg[s * V + i]));
-                den = fmax(den, fabs(a));
-                if (a > top1) {
-                    top2 = top1;
-                    top1 = a;
-                } else if (a > top2) {
-                    top2 = a;
-                }
-            }
-            if (s <= same) /* both ran the same tokens up to here */
-                worst = fmax(worst, num / den);
-            gap = fmin(gap, (top1 - top2) / den);
-        }
-        fprintf(stderr, "%s, %d-token prompt: greedy ids equal for %d/%d steps; max "
-                "|dlogit|/max|logit| = %.3g (limit 2e-2); smallest CPU top-2 gap %.3g of "
-                "max|logit|\n", name, np, same, STEPS, worst, gap);
-        CHECKF(same == STEPS, "%s: greedy ids differ at step %d (cpu %d, cuda %d)", name, same,
-               same < STEPS ? ic[same] : -1, same < STEPS ? ig[same] : -1);
-        CHECKF(worst <= 2e-2, "%s: logits differ by %.3g of max |logit|", name, worst);
-    }
-    free(lc);
-    free(lg);
+    char what[256];
+    snprintf(what, sizeof what, "%s, %d-token prompt", name, np);
+    ct_check_greedy(what, mc, mg, p, np, STEPS, 2e-2);
 out:
     hy_model_destroy(mc);
     hy_model_destroy(mg);
@@ -155,7 +97,7 @@ static void check_batch(const char *name, struct hy_backend *gpu, bool exact)
             worst = fmax(worst, num / den);
             CHECKF(den > 0 && num <= (exact ? 0 : 1e-2) * den, "%s step %d seq %d: batched vs "
                    "alone %.3g%s", name, step, q, num / den, exact ? " (batch-invariant)" : "");
-            CHECKF(argmax(got + q * V, V) == argmax(want, V), "%s step %d seq %d: greedy id "
+            CHECKF(tu_argmax(got + q * V, V) == tu_argmax(want, V), "%s step %d seq %d: greedy id "
                    "changes with batching", name, step, q);
             hy_ctx_destroy(c);
         }

@@ -21,23 +21,13 @@
 #include "backend/cuda/qmma.h"
 #include "core/quant.h"
 #include "test.h"
+#include "backend/cuda/cuda_test_util.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define U32 (1.0 / 16777216.0)
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-/* Uniform in [-1, 1), never exactly 0. */
-static float urand(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (float)((rng_state >> 40) + 0.5) / (float)(1 << 23) - 1.0f;
-}
+static struct rng rng = {0x243f6a8885a308d3ull};
 
 struct qtype {
     const char *name;
@@ -67,74 +57,12 @@ struct dev {
     size_t w_cap, x_cap, out_cap, part_cap, xbf_cap, wbf_cap, cbuf_cap;
 };
 
-/* A random rows x cols weight quantized to q (host, block layout). */
-static void *make_weight(const struct qtype *q, int64_t rows, int64_t cols)
-{
-    size_t rb = hy_dtype_row_bytes(q->dt, cols);
-    unsigned char *w = malloc(rb * (size_t)rows);
-    float *row = malloc((size_t)cols * sizeof *row);
-    HY_ASSERT(w && row);
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t c = 0; c < cols; c++) {
-            int e = (int)(r % 7) - 3 + (int)((r + c / q->block) % 5) - 2;
-            row[c] = ldexpf(urand(), e);
-        }
-        hy_dtype_from_f32(w + (size_t)r * rb, row, q->dt, (size_t)cols);
-    }
-    free(row);
-    return w;
-}
-
-/* ref[t*rows + r] = Σ x w (double) and sabs = S, each row dequantized by the host
- * dequantizer hy_ref_matmul uses; small cases check that the two agree exactly. */
-static void reference(const struct hy_weight *hw, const float *x, int T, float *ref, double *sabs)
-{
-    float *wrow = malloc((size_t)hw->cols * sizeof *wrow);
-    size_t rb = hy_dtype_row_bytes(hw->dtype, hw->cols);
-    for (int64_t r = 0; r < hw->rows; r++) {
-        hy_dtype_to_f32(wrow, (const unsigned char *)hw->data + (size_t)r * rb, hw->dtype,
-                        (size_t)hw->cols);
-        for (int t = 0; t < T; t++) {
-            const float *xt = x + (int64_t)t * hw->cols;
-            double s = 0, a = 0;
-            for (int64_t c = 0; c < hw->cols; c++) {
-                a += (double)xt[c] * wrow[c];
-                s += fabs((double)xt[c] * wrow[c]);
-            }
-            ref[(int64_t)t * hw->rows + r] = (float)a;
-            sabs[(int64_t)t * hw->rows + r] = s;
-        }
-    }
-    free(wrow);
-    if (hw->rows * hw->cols * T <= (1 << 21)) {
-        float *want = malloc((size_t)(hw->rows * T) * sizeof *want);
-        hy_ref_matmul(want, x, hw, T);
-        CHECKF(memcmp(want, ref, (size_t)(hw->rows * T) * sizeof *want) == 0,
-               "the test's reference equals hy_ref_matmul (%s %lldx%lld)", hy_dtype_name(hw->dtype),
-               (long long)hw->rows, (long long)hw->cols);
-        free(want);
-    }
-}
-
 /* Compares got with the bound; returns the elements outside it, updates *w. */
 static int compare(const char *what, const float *got, const float *ref, const double *sabs,
                    int64_t rows, int64_t n, double cols, double *w)
 {
-    int bad = 0;
-    double wl = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double bound = (1.0 / 256 + (cols + 4) * U32) * sabs[i] + 1e-30;
-        double err = fabs((double)got[i] - ref[i]);
-        if (!(err <= bound)) {
-            if (bad < 5)
-                fprintf(
-                    stderr, "  %s: out[t=%lld][row=%lld]: got %.9g want %.9g err %.3g bound %.3g\n",
-                    what, (long long)(i / rows), (long long)(i % rows), got[i], ref[i], err, bound);
-            bad++;
-        }
-        double r = isnan(err) ? INFINITY : err / bound;
-        wl = r > wl ? r : wl;
-    }
+    double wl;
+    int bad = ct_compare(what, got, ref, sabs, rows, n, 1.0 / 256, cols + 4, &wl);
     *w = wl > *w ? wl : *w;
     fprintf(stderr, "  %-58s worst err/bound %.3g%s\n", what, wl, bad ? "  FAIL" : "");
     return bad;
@@ -174,7 +102,7 @@ static bool run_path(struct dev *d, int p, const struct qtype *q, int64_t rows, 
 
 static void qcase(struct dev *d, const struct qtype *q, int64_t rows, int64_t cols, int T)
 {
-    void *hq = make_weight(q, rows, cols);
+    void *hq = ct_make_qweight(&rng, q->dt, rows, cols, q->block); /* block scales 2^-5..2^5 */
     struct hy_weight hw = {q->dt, rows, cols, hq};
     const int64_t nx = (int64_t)T * cols, no = (int64_t)T * rows;
     const size_t qbytes = hy_cuda_q_bytes(q->qt, rows, cols);
@@ -185,8 +113,8 @@ static void qcase(struct dev *d, const struct qtype *q, int64_t rows, int64_t co
     void *packed = malloc(qbytes);
     HY_ASSERT(x && ref && got && again && sabs && packed);
     for (int64_t i = 0; i < nx; i++)
-        x[i] = urand();
-    reference(&hw, x, T, ref, sabs);
+        x[i] = rng_unit(&rng);
+    ct_reference(&hw, x, T, ref, sabs, NULL, NULL, 1 << 21);
     hy_cuda_q_repack(packed, hq, q->qt, rows, cols);
     HY_CUDA_CHECK(cudaMemcpy(d->w, packed, qbytes, cudaMemcpyHostToDevice));
     HY_CUDA_CHECK(cudaMemcpy(d->x, x, (size_t)nx * sizeof(float), cudaMemcpyHostToDevice));

@@ -1,0 +1,309 @@
+/* cuda_test_util.h: helpers shared by the CUDA backend's tests (include after test.h):
+ * random numbers (ops_test_util.h's xorshift), random quantized weights and their double
+ * reference, the error/bound comparison of the quantized-matmul tests, one matmul through
+ * a backend or through hy_cuda_matmul_q with its own scratch, and the "model on the GPU
+ * against the CPU backend" comparison (greedy ids, max |dlogit| / max |logit|).
+ * Header-only, static functions: each test is one executable. Buffers a helper takes are
+ * the caller's; a helper frees what it allocates. */
+#ifndef HY_BACKEND_CUDA_TEST_UTIL_H
+#define HY_BACKEND_CUDA_TEST_UTIL_H
+
+#include "backend/cpu/ops_test_util.h"
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/qmatmul.h"
+#include "logits_util.h"
+#include "model/hunyuan.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Uniform in [-1, 1), never exactly 0: the top 24 bits of the next value. */
+static inline float rng_unit(struct rng *r)
+{
+    return (float)((rng_next(r) >> 40) + 0.5) / (float)(1 << 23) - 1.0f;
+}
+
+/* A random rows x cols weight quantized to dt on the host (block layout, malloc'ed). Row r
+ * is scaled by 2^(r%7 - 3); with spread > 0 also each block of `spread` columns by
+ * 2^((r + c/spread)%5 - 2). Scaling by powers of two is exact, so the values do not depend
+ * on how the factors are applied. */
+static inline void *ct_make_qweight(struct rng *rg, enum hy_dtype dt, int64_t rows, int64_t cols,
+                                    int spread)
+{
+    size_t rb = hy_dtype_row_bytes(dt, cols);
+    unsigned char *w = malloc(rb * (size_t)rows);
+    float *row = malloc((size_t)cols * sizeof *row);
+    HY_ASSERT(w && row);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) {
+            int e = (int)(r % 7) - 3;
+            if (spread > 0)
+                e += (int)((r + c / spread) % 5) - 2;
+            row[c] = ldexpf(rng_unit(rg), e);
+        }
+        hy_dtype_from_f32(w + (size_t)r * rb, row, dt, (size_t)cols);
+    }
+    free(row);
+    return w;
+}
+
+/* |w| of each element of a host row, as the test bounds it (a hook of ct_reference). */
+typedef void (*ct_abs_row_fn)(float *dst, const unsigned char *row, enum hy_dtype dt,
+                              int64_t cols);
+
+/* ref[t*rows + r] = Σ_c x w (double, each row dequantized once by the host dequantizer
+ * hy_ref_matmul uses element by element: too slow for the large cases, so cases with
+ * rows·cols·T <= check_max check that the two agree exactly) and s = S = Σ_c |x w|; when
+ * abs_row is given, also sp = Σ_c |x|·abs_row(w) (sp may be NULL otherwise). */
+static inline void ct_reference(const struct hy_weight *hw, const float *x, int T, float *ref,
+                                double *s, double *sp, ct_abs_row_fn abs_row, int64_t check_max)
+{
+    float *wrow = malloc((size_t)hw->cols * sizeof *wrow);
+    float *prow = abs_row ? malloc((size_t)hw->cols * sizeof *prow) : NULL;
+    HY_ASSERT(wrow && (prow || !abs_row));
+    size_t rb = hy_dtype_row_bytes(hw->dtype, hw->cols);
+    for (int64_t r = 0; r < hw->rows; r++) {
+        const unsigned char *src = (const unsigned char *)hw->data + (size_t)r * rb;
+        hy_dtype_to_f32(wrow, src, hw->dtype, (size_t)hw->cols);
+        if (abs_row)
+            abs_row(prow, src, hw->dtype, hw->cols);
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (int64_t)t * hw->cols;
+            double a = 0, sa = 0, sb = 0;
+            for (int64_t c = 0; c < hw->cols; c++) {
+                a += (double)xt[c] * wrow[c];
+                sa += fabs((double)xt[c] * wrow[c]);
+                if (abs_row)
+                    sb += fabs((double)xt[c]) * prow[c];
+            }
+            ref[(int64_t)t * hw->rows + r] = (float)a;
+            s[(int64_t)t * hw->rows + r] = sa;
+            if (abs_row)
+                sp[(int64_t)t * hw->rows + r] = sb;
+        }
+    }
+    free(wrow);
+    free(prow);
+    if (hw->rows * hw->cols * T <= check_max) {
+        float *want = malloc((size_t)(hw->rows * T) * sizeof *want);
+        hy_ref_matmul(want, x, hw, T);
+        CHECKF(memcmp(want, ref, (size_t)(hw->rows * T) * sizeof *want) == 0,
+               "the test's reference equals hy_ref_matmul (%s %lldx%lld)",
+               hy_dtype_name(hw->dtype), (long long)hw->rows, (long long)hw->cols);
+        free(want);
+    }
+}
+
+/* The elements of got (n = T x rows) outside (rel + ulps·U)·S[i] + 1e-30 of ref, U = 2^-24;
+ * prints the first 5. *worst = this call's largest error/bound (infinite for NaN). */
+static inline int ct_compare(const char *what, const float *got, const float *ref,
+                             const double *S, int64_t rows, int64_t n, double rel, double ulps,
+                             double *worst)
+{
+    int bad = 0;
+    double wl = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double bound = (rel + ulps * U32) * S[i] + 1e-30;
+        double err = fabs((double)got[i] - ref[i]);
+        if (!(err <= bound)) {
+            if (bad < 5)
+                fprintf(stderr,
+                        "  %s: out[t=%lld][row=%lld]: got %.9g want %.9g err %.3g bound %.3g\n",
+                        what, (long long)(i / rows), (long long)(i % rows), got[i], ref[i], err,
+                        bound);
+            bad++;
+        }
+        double r = isnan(err) ? INFINITY : err / bound;
+        wl = r > wl ? r : wl;
+    }
+    *worst = wl;
+    return bad;
+}
+
+/* out = x · dwᵀ through the backend (dw uploaded): x [T, cols] copied to a device buffer at
+ * xoff floats past an allocation's start, got [T, rows] poisoned with NaN on the device
+ * first, then downloaded. */
+static inline void ct_backend_matmul(struct hy_backend *be, const struct hy_weight *dw,
+                                     const float *x, int T, int xoff, float *got)
+{
+    const int64_t nx = (int64_t)T * dw->cols, no = (int64_t)T * dw->rows;
+    float *dx = be->i->alloc(be, (size_t)(nx + xoff) * sizeof(float));
+    float *dout = be->i->alloc(be, (size_t)no * sizeof(float));
+    HY_ASSERT(dx && dout);
+    for (int64_t i = 0; i < no; i++)
+        got[i] = NAN;
+    be->i->upload(be, dout, got, (size_t)no * sizeof(float));
+    be->i->upload(be, dx + xoff, x, (size_t)nx * sizeof(float));
+    be->i->matmul(be, dout, dx + xoff, dw, T);
+    be->i->download(be, got, dout, (size_t)no * sizeof(float));
+    be->i->free(be, dx);
+    be->i->free(be, dout);
+}
+
+/* hy_cuda_matmul_q on a stream, handle and scratch of its own (xbf_cap, wbf_cap bf16 and
+ * cbuf_cap float32 elements: tiny ones exercise the chunking): packed (qbytes, split
+ * layout) times x [T, cols] into got [T, rows] (poisoned with NaN first). Returns what the
+ * launcher returned (xbf holds x). */
+static inline bool ct_matmul_q(const void *packed, size_t qbytes, int qt, int64_t rows,
+                               int64_t cols, int T, const float *x, float *got, size_t xbf_cap,
+                               size_t wbf_cap, size_t cbuf_cap)
+{
+    const int64_t nx = (int64_t)T * cols, no = (int64_t)T * rows;
+    for (int64_t i = 0; i < no; i++)
+        got[i] = NAN;
+    cudaStream_t st;
+    cublasHandle_t blas;
+    void *dw, *dx, *dout, *xbf, *wbf, *cbuf;
+    HY_CUDA_CHECK(cudaStreamCreate(&st));
+    HY_CUBLAS_CHECK(cublasCreate(&blas));
+    HY_CUBLAS_CHECK(cublasSetStream(blas, st));
+    HY_CUDA_CHECK(cudaMalloc(&dw, qbytes));
+    HY_CUDA_CHECK(cudaMalloc(&dx, (size_t)nx * sizeof(float)));
+    HY_CUDA_CHECK(cudaMalloc(&dout, (size_t)no * sizeof(float)));
+    HY_CUDA_CHECK(cudaMalloc(&xbf, xbf_cap * 2));
+    HY_CUDA_CHECK(cudaMalloc(&wbf, wbf_cap * 2));
+    HY_CUDA_CHECK(cudaMalloc(&cbuf, cbuf_cap * 4));
+    HY_CUDA_CHECK(cudaMemcpy(dw, packed, qbytes, cudaMemcpyHostToDevice));
+    HY_CUDA_CHECK(cudaMemcpy(dx, x, (size_t)nx * sizeof(float), cudaMemcpyHostToDevice));
+    HY_CUDA_CHECK(cudaMemcpy(dout, got, (size_t)no * sizeof(float), cudaMemcpyHostToDevice));
+    bool holds = hy_cuda_matmul_q(st, blas, dout, dx, dw, qt, rows, cols, T, false, xbf, xbf_cap,
+                                  wbf, wbf_cap, cbuf, cbuf_cap);
+    HY_CUDA_CHECK(cudaStreamSynchronize(st));
+    HY_CUDA_CHECK(cudaMemcpy(got, dout, (size_t)no * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaFree(dw);
+    cudaFree(dx);
+    cudaFree(dout);
+    cudaFree(xbf);
+    cudaFree(wbf);
+    cudaFree(cbuf);
+    cublasDestroy(blas);
+    cudaStreamDestroy(st);
+    return holds;
+}
+
+/* embed through the backend of a 77 x cols table of type dt (GGUF token tables) against
+ * hy_ref_embed: every value the same bits (the output poisoned with NaN first). */
+static inline void ct_embed_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt,
+                                 int64_t cols)
+{
+    struct hy_err err = {{0}};
+    const int64_t rows = 77;
+    const int T = 5;
+    const int32_t ids[5] = {0, 76, 13, 13, 40};
+    void *hq = ct_make_qweight(rg, dt, rows, cols, 0);
+    struct hy_weight hw = {dt, rows, cols, hq}, dw = hw;
+    CHECKF(be->i->weight_upload(be, &dw, &err) == HY_OK, "%s", err.msg);
+    float *want = malloc((size_t)(T * cols) * sizeof *want);
+    float *got = malloc((size_t)(T * cols) * sizeof *got);
+    HY_ASSERT(want && got);
+    for (int64_t i = 0; i < T * cols; i++)
+        got[i] = NAN;
+    hy_ref_embed(want, &hw, ids, T);
+    float *dout = be->i->alloc(be, (size_t)(T * cols) * sizeof(float));
+    be->i->upload(be, dout, got, (size_t)(T * cols) * sizeof(float));
+    be->i->embed(be, dout, &dw, ids, T);
+    be->i->download(be, got, dout, (size_t)(T * cols) * sizeof(float));
+    int bad = 0;
+    for (int64_t i = 0; i < T * cols; i++)
+        bad += memcmp(&got[i], &want[i], sizeof got[i]) != 0;
+    CHECKF(bad == 0, "embed %s: %d of %lld values differ", hy_dtype_name(dt), bad,
+           (long long)(T * cols));
+    be->i->free(be, dout);
+    be->i->free(be, (void *)dw.data);
+    free(hq);
+    free(want);
+    free(got);
+}
+
+/* ---- a model on the GPU against the CPU backend ---- */
+
+/* Greedy run of m: the prompt, then steps - 1 decode steps fed with the argmax ids (or
+ * feed's ids when feed is not NULL). logits [steps, V]: the prompt's last position, then
+ * each decode step; ids [steps]: each row's argmax (the first of equal maxima). One check. */
+static inline bool ct_greedy(const struct hy_model *m, const int32_t *prompt, int np, int steps,
+                             const int32_t *feed, float *logits, int32_t *ids)
+{
+    struct hy_ctx *c = NULL;
+    struct hy_err err = {{0}};
+    const int64_t V = m->cfg.vocab_size;
+    bool ok = hy_ctx_create(&c, m, np + steps, np, &err) == HY_OK &&
+              hy_model_forward(c, prompt, np, false, logits, &err) == HY_OK;
+    for (int s = 0; ok && s < steps; s++) {
+        ids[s] = (int32_t)tu_argmax(logits + s * V, V);
+        if (s + 1 < steps)
+            ok = hy_model_forward(c, feed ? &feed[s] : &ids[s], 1, false, logits + (s + 1) * V,
+                                  &err) == HY_OK;
+    }
+    CHECKF(ok, "greedy: %s", err.msg);
+    hy_ctx_destroy(c);
+    return ok;
+}
+
+/* One row of logits, a (the reference) against b: max |a - b|, max |a|, a's top-2 gap
+ * (top1 - top2, not divided) and the cosine of the two rows. */
+struct ct_row_diff {
+    double diff, den, gap, cos;
+};
+
+static inline struct ct_row_diff ct_row_diff(const float *a, const float *b, int64_t V)
+{
+    double num = 0, den = 0, t1 = -INFINITY, t2 = -INFINITY, ab = 0, aa = 0, bb = 0;
+    for (int64_t i = 0; i < V; i++) {
+        double x = a[i], g = b[i];
+        num = fmax(num, fabs(x - g));
+        den = fmax(den, fabs(x));
+        ab += x * g, aa += x * x, bb += g * g;
+        if (x > t1) {
+            t2 = t1;
+            t1 = x;
+        } else if (x > t2) {
+            t2 = x;
+        }
+    }
+    return (struct ct_row_diff){num, den, t1 - t2, ab / sqrt(aa * bb)};
+}
+
+/* mc (CPU) and mg (GPU) each run greedy from the prompt for `steps` steps. Checks that the
+ * ids are equal at every step and that, at every step up to the first differing id (both
+ * ran the same tokens up to there), max |dlogit| / max |logit| <= limit. Prints those
+ * figures and the CPU's smallest top-2 gap (relative to max |logit|: a tie closer than
+ * the limit would make the ids check meaningless), prefixed with `what`. */
+static inline void ct_check_greedy(const char *what, const struct hy_model *mc,
+                                   const struct hy_model *mg, const int32_t *prompt, int np,
+                                   int steps, double limit)
+{
+    const int64_t V = mc->cfg.vocab_size;
+    float *lc = malloc((size_t)(steps * V) * sizeof *lc);
+    float *lg = malloc((size_t)(steps * V) * sizeof *lg);
+    int32_t *ic = malloc((size_t)steps * sizeof *ic), *ig = malloc((size_t)steps * sizeof *ig);
+    HY_ASSERT(lc && lg && ic && ig);
+    if (ct_greedy(mc, prompt, np, steps, NULL, lc, ic) &&
+        ct_greedy(mg, prompt, np, steps, NULL, lg, ig)) {
+        double w = 0, gap = INFINITY;
+        int same = 0;
+        while (same < steps && ic[same] == ig[same])
+            same++;
+        for (int s = 0; s < steps; s++) {
+            const struct ct_row_diff d = ct_row_diff(lc + s * V, lg + s * V, V);
+            if (s <= same)
+                w = fmax(w, d.diff / d.den);
+            gap = fmin(gap, d.gap / d.den);
+        }
+        fprintf(stderr, "%s: greedy ids equal for %d/%d steps; max |dlogit|/max|logit| = %.3g "
+                "(limit %.0e); smallest CPU top-2 gap %.3g\n", what, same, steps, w, limit, gap);
+        CHECKF(same == steps, "%s: greedy ids differ at step %d (cpu %d, cuda %d)", what, same,
+               same < steps ? ic[same] : -1, same < steps ? ig[same] : -1);
+        CHECKF(w <= limit, "%s: logits differ by %.3g of max |logit|", what, w);
+    }
+    free(lc);
+    free(lg);
+    free(ic);
+    free(ig);
+}
+
+#endif
