@@ -67,20 +67,20 @@ INLG void pack_half(unsigned char *pg, const unsigned char *w, size_t stride, in
 {
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512i v[16];
-    float *dw = (float *)(pg + 32 * HY_CPU_PANEL * 4) + 16 * h;
+    uint16_t d[16]; /* the fp16 scales, converted together */
     for (int i = 0; i < 16; i++) {
         int r = 16 * h + i;
         if (r < nr) {
             const unsigned char *blk = w + (size_t)r * stride + (size_t)g * GB;
-            uint16_t d;
-            memcpy(&d, blk, 2);
+            memcpy(&d[i], blk, 2);
             v[i] = _mm512_loadu_si512((const void *)(blk + 2));
-            dw[i] = _cvtsh_ss(d);
         } else {
+            d[i] = 0;
             v[i] = _mm512_setzero_si512();
-            dw[i] = 0.0f;
         }
     }
+    _mm512_store_ps(pg + 32 * HY_CPU_PANEL * 4 + 64 * h,
+                    _mm512_cvtph_ps(_mm256_loadu_si256((const void *)d)));
     transpose16(v);
     for (int q = 0; q < 16; q++) {
         _mm512_store_si512((void *)(pg + q * 128 + 64 * h), _mm512_and_si512(v[q], m4));
