@@ -143,7 +143,7 @@ void hy_cpu_gemm_avx512(struct hy_cpu_kernels *k);
 
 /* Values of quantized activations one matmul call holds at once: matmul quantizes up to
  * this many (a slab of tokens) and runs the slab; larger calls take several slabs. */
-#define HY_CPU_XQ_ELEMS (512 * 1024)
+#define HY_CPU_XQ_ELEMS (1024 * 1024) /* 64 tokens of the 7B's down projection (14336) */
 
 /* Columns of a weight panel packed at once (its bytes stay in L1/L2 while every token of
  * the call passes), and the size of each thread's pack buffer. */
