@@ -42,7 +42,7 @@ static const struct cli_cmd cmd = {
     "                        with the CUDA backend) or auto\n"
     "  --quant q8|q4         quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                        q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8;\n"
-    "                        on a GPU q8, q4, q4_0 and fp8\n"
+    "                        each stays in its type on a GPU\n"
     "  --fp8-gemm            fp8 weights: multiply batches of more than 8 rows on the fp8\n"
     "                        tensor cores (activations rounded to fp8: faster, less exact;\n"
     "                        GPU sm_89+)\n"
