@@ -106,7 +106,24 @@ struct hy_cpu_mm_kernels {
     void (*q_gemm)(float *y, int64_t ys, const struct hy_cpu_xq *x, int nt, const void *buf,
                    int nr, int64_t n, bool add);
     size_t pack_group_bytes; /* bytes of 128 packed columns of a panel */
+    /* (optional, with xq_block 128) A few tokens against one row, the row read once:
+     * y[t*ys] = x[t] · w for t < nt (1 <= nt <= HY_CPU_ROW_TOKENS); gs[t*gstride + g] is
+     * hy_cpu_xq_half_sums' value for token t's group g. */
+    void (*q_row_tokens)(float *y, int64_t ys, const struct hy_cpu_xq *x, const float *gs,
+                         int64_t gstride, int nt, const void *w, int64_t cols);
 };
+
+#define HY_CPU_ROW_TOKENS 8
+
+/* gs[g] = half the sum of 128-value group g's four chunk sums (x->s), g < cols/128: the
+ * nibble offset's share per int32 lane (8 * sum / 16 lanes) in q_row_tokens. */
+static inline void hy_cpu_xq_half_sums(float *gs, const struct hy_cpu_xq *x, int64_t cols)
+{
+    for (int64_t g = 0; g < cols / 128; g++) {
+        const float *s = x->s + 4 * g;
+        gs[g] = 0.5f * ((s[0] + s[1]) + (s[2] + s[3]));
+    }
+}
 
 /* Rows of a packed panel, tokens of one q_gemm call. */
 #define HY_CPU_PANEL 32
@@ -160,6 +177,7 @@ struct hy_cpu_ctx {
     /* quantized activations of the running matmul (engine thread; read by the pool) */
     /* per pool thread (tid): a packed weight panel, HY_CPU_PACK_BYTES (NULL: no q_pack) */
     unsigned char *pack[HY_POOL_MAX_THREADS];
+    float xq_g[HY_CPU_XQ_ELEMS / 128]; /* hy_cpu_xq_half_sums of each token (q_row_tokens) */
     int8_t xq_q[HY_CPU_XQ_ELEMS];
     float xq_d[HY_CPU_XQ_ELEMS / 32], xq_s[HY_CPU_XQ_ELEMS / 32], xq_d8[HY_CPU_XQ_ELEMS / 4];
 };

@@ -284,6 +284,52 @@ TARGETQ static float q_dot_g128(const struct hy_cpu_xq *x, const void *w, int64_
     return g128_dot(x, w, cols);
 }
 
+/* Up to 8 tokens against one row (small decode batches): the row read once as one stream,
+ * each group's nibbles unpacked once for every token; per token and group two vpdpbusd, a
+ * conversion and two FMAs: lanes hold d_w * (d_x * I - 8 * S / 16). */
+INLQ void g128_row_tokens(float *y, int64_t ys, const struct hy_cpu_xq *x, const float *gs,
+                          int64_t gstride, const unsigned char *w, int64_t cols, const int M)
+{
+    __m512 acc[HY_CPU_ROW_TOKENS];
+#pragma GCC unroll 8
+    for (int t = 0; t < M; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < cols / 128; g++) {
+        const unsigned char *blk = w + g * sizeof(struct hy_q4_g128_block);
+        _mm_prefetch((const char *)blk + PF_BYTES, _MM_HINT_T0);
+        __m512 dw = _mm512_set1_ps(g128_scale(blk));
+        __m512i lo, hi;
+        g128_nibbles(blk, &lo, &hi);
+#pragma GCC unroll 8
+        for (int t = 0; t < M; t++) {
+            __m512 u = _mm512_fmsub_ps(_mm512_cvtepi32_ps(g128_idot(lo, hi, x[t].q + 128 * g)),
+                                       _mm512_set1_ps(x[t].d[4 * g]),
+                                       _mm512_set1_ps(gs[t * gstride + g]));
+            acc[t] = _mm512_fmadd_ps(u, dw, acc[t]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < M; t++)
+        y[t * ys] = _mm512_reduce_add_ps(acc[t]);
+}
+
+TARGETQ static void q_row_tokens_g128(float *y, int64_t ys, const struct hy_cpu_xq *x,
+                                      const float *gs, int64_t gstride, int nt, const void *w,
+                                      int64_t cols)
+{
+    HY_ASSERT(nt >= 1 && nt <= HY_CPU_ROW_TOKENS);
+    switch (nt) {
+    case 1: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 1); break;
+    case 2: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 2); break;
+    case 3: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 3); break;
+    case 4: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 4); break;
+    case 5: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 5); break;
+    case 6: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 6); break;
+    case 7: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 7); break;
+    default: g128_row_tokens(y, ys, x, gs, gstride, w, cols, 8); break;
+    }
+}
+
 /* 4 tokens x 4 rows over n columns: each row's nibbles are unpacked once for four tokens
  * (activation vectors are memory operands, from L1). 16 vector accumulators; the offset
  * terms d_w * S_t of the 4 rows go four at a time into one xmm a token. */
@@ -565,6 +611,7 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
         k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
         k->mm[HY_DTYPE_Q4_G128].xq_block = 128;
+        k->mm[HY_DTYPE_Q4_G128].q_row_tokens = q_row_tokens_g128;
         hy_cpu_gemm_avx512(k);
         k->mm[HY_DTYPE_Q4_0].q_rows4 = q_rows4_q4_0;
         k->mm[HY_DTYPE_Q4_0].q_dot = q_dot_q4_0;

@@ -19,9 +19,11 @@
  * then the pool runs the same schedule over the slab with the q_ kernels; a call with more
  * tokens runs slab after slab (each re-reads the weights: ~HY_CPU_XQ_ELEMS/cols tokens a
  * pass). Quantization is per token, so results still do not depend on the thread count.
- * Where the kernels pack weights (q_pack, q_gemm: Q4_G128 on AVX-512 VNNI), prefill of 4
- * tokens or more goes panel by panel instead (packed_range): 32 rows x 2048 columns
- * unpacked into the thread's buffer, then every 4 tokens of the slab against them. */
+ * Where the kernels pack weights (q_pack, q_gemm: Q4_G128 on AVX-512 VNNI), calls of
+ * PACK_MIN_TOKENS tokens or more go panel by panel instead (packed_range): 32 rows x 2048
+ * columns unpacked into the thread's buffer, then every 4 tokens of the slab against them;
+ * fewer tokens (small decode batches) go row by row through q_row_tokens, each row read
+ * once for all of them (row_tokens_range). */
 #include "backend/cpu/cpu_impl.h"
 
 #include <stdatomic.h>
@@ -36,8 +38,11 @@
 #define MIN_GROUPS_DYN 16
 /* Pieces a thread's range is cut into in the balanced split (pool_for_balanced). */
 #define DYN_PIECES 4
-/* Fewest tokens for which packing weight panels (q_pack) pays. */
-#define PACK_MIN_TOKENS 4
+/* Fewest tokens for which packing weight panels (q_pack) pays; fewer (from 2) go through
+ * q_row_tokens where the kernels have it. 1.8B shapes, 2 threads, all 32 layers' matmuls
+ * (ms, packed vs row_tokens): T=2 90 vs 42, 4 96 vs 60, 8 107 vs 89-106, 12 120-149 vs
+ * 149, 16 126 vs 225. */
+#define PACK_MIN_TOKENS 12
 _Static_assert(CHUNK_COLS % HY_QK_K == 0, "a column chunk must start on a block of every dtype");
 
 struct mm_job {
@@ -50,6 +55,7 @@ struct mm_job {
     size_t pack_bytes;             /* bytes of HY_CPU_PACK_COLS columns of a row */
     int64_t rows, cols;
     enum hy_dtype dtype;
+    const float *gs; /* [T, cols/128] hy_cpu_xq_half_sums (q_row_tokens) */
     int T;
     int64_t block_rows;
 };
@@ -144,6 +150,24 @@ static void mm_range(void *ctx, int64_t g0, int64_t g1, int tid)
         for (int t = t4; t < j->T; t++)
             rows_one_token(j, t, b0, b1);
     }
+}
+
+/* Rows of 4-row groups [g0, g1) against the slab's tokens through q_row_tokens: each row
+ * read from memory once, against up to HY_CPU_ROW_TOKENS tokens at a time. */
+static void row_tokens_range(void *ctx, int64_t g0, int64_t g1, int tid)
+{
+    const struct mm_job *j = ctx;
+    int64_t r1 = 4 * g1 < j->rows ? 4 * g1 : j->rows, G = j->cols / 128;
+    (void)tid;
+    for (int64_t r = 4 * g0; r < r1; r++)
+        for (int t = 0; t < j->T; t += HY_CPU_ROW_TOKENS) {
+            int nt = j->T - t < HY_CPU_ROW_TOKENS ? j->T - t : HY_CPU_ROW_TOKENS;
+            struct hy_cpu_xq xt[HY_CPU_ROW_TOKENS];
+            for (int u = 0; u < nt; u++)
+                xt[u] = xq_token(j, t + u, 0);
+            j->k->q_row_tokens(j->out + (int64_t)t * j->rows + r, j->rows, xt, j->gs + t * G, G,
+                               nt, j->w + (size_t)r * j->row_bytes, j->cols);
+        }
 }
 
 /* The weight bytes packed next: `bytes` bytes of each of n rows, `stride` bytes apart. */
@@ -326,6 +350,16 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 j.dtype = w->dtype;
                 pool_for_balanced(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1,
                                  packed_range, &j);
+                continue;
+            }
+            if (k->q_row_tokens && n > 1 && T < PACK_MIN_TOKENS && xb == 128) {
+                for (int t = 0; t < n; t++) {
+                    struct hy_cpu_xq xt = xq_token(&j, t, 0);
+                    hy_cpu_xq_half_sums(c->xq_g + t * (w->cols / 128), &xt, w->cols);
+                }
+                j.gs = c->xq_g;
+                pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, row_tokens_range,
+                                  &j);
                 continue;
             }
             if (n == 1)

@@ -6,9 +6,9 @@
  *  - int8-activation kernels (q_rows4, q_dot, q_tile4x4) against hy_cpu_q_dot_ref (the same
  *    integers, another float summation order: float rounding only), and against the exact
  *    fp32-activation product (the activation quantization error, bounded below);
- *  - the packed prefill kernels (q_pack, q_gemm) against hy_cpu_q_dot_ref, and each token's
- *    result independent of the other tokens of the call;
- *  - the backend's matmul (1, 2, 3 threads; T = 1, 2, 5, 9, 17, 64) against hy_ref_matmul,
+ *  - the packed prefill kernels (q_pack, q_gemm) and q_row_tokens against hy_cpu_q_dot_ref,
+ *    and each token's result independent of the other tokens of the call;
+ *  - the backend's matmul (1, 2, 3 threads; T = 1, 2, 5, 6, 9, 17, 18) against hy_ref_matmul,
  *    and the thread counts against each other bit for bit.
  * Weights sit at odd addresses. Worst error/bound ratios are printed. */
 #include "backend/cpu/cpu_impl.h"
@@ -294,6 +294,52 @@ static void packed_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_d
     qweight_free(&w);
 }
 
+/* q_row_tokens (a few tokens against one row): each of 8 tokens, in calls of nt = 1..8
+ * tokens, against hy_cpu_q_dot_ref within q_bound, and the same bit for bit whatever nt. */
+static void row_tokens_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_dtype dt,
+                            int64_t cols)
+{
+    const struct hy_cpu_mm_kernels *mk = &k->mm[dt];
+    if (!mk->q_row_tokens)
+        return;
+    enum { T = HY_CPU_ROW_TOKENS, ROWS = 3 };
+    struct qweight w;
+    qweight_make(&w, r, dt, ROWS, cols);
+    float *x = fmalloc(T * cols), *gs = fmalloc(T * (cols / 128));
+    rng_fill(r, x, T * cols, 2.0f);
+    struct qx xq;
+    qx_make(&xq, k, x, T, cols, 128);
+    for (int t = 0; t < T; t++)
+        hy_cpu_xq_half_sums(gs + t * (cols / 128), &xq.tok[t], cols);
+    double worst = 0;
+    int differ = 0;
+    for (int i = 0; i < ROWS; i++) {
+        const unsigned char *wr = w.data + (size_t)i * w.row_bytes;
+        float y[T], y1[T];
+        mk->q_row_tokens(y, 1, xq.tok, gs, cols / 128, T, wr, cols);
+        for (int nt = 1; nt < T; nt++)
+            for (int t0 = 0; t0 < T; t0 += nt) {
+                int m = T - t0 < nt ? T - t0 : nt;
+                mk->q_row_tokens(y1 + t0, 1, xq.tok + t0, gs + t0 * (cols / 128), cols / 128, m,
+                                 wr, cols);
+                for (int t = t0; t < t0 + m; t++)
+                    differ += y1[t] != y[t];
+            }
+        for (int t = 0; t < T; t++)
+            worst = fmax(worst, ratio(fabs(y[t] - hy_cpu_q_dot_ref(dt, &xq.tok[t], wr, cols)),
+                                      q_bound(dt, &xq.tok[t], wr, cols)));
+    }
+    CHECKF(worst <= 1.0, "%s %s row_tokens cols %lld: vs int8 reference %.3g", k->name,
+           hy_dtype_name(dt), (long long)cols, worst);
+    CHECKF(differ == 0, "%s %s row_tokens: %d results change with the tokens of the call",
+           k->name, hy_dtype_name(dt), differ);
+    worst_q = fmax(worst_q, worst);
+    qx_free(&xq);
+    free(x);
+    free(gs);
+    qweight_free(&w);
+}
+
 /* The backend's matmul with n threads against the reference (dequantized weights, float
  * activations): the int8 bound qx_bound per output; all thread counts bit-identical. */
 static void matmul_case(struct hy_backend *be[3], struct rng *r, enum hy_dtype dt, int64_t rows,
@@ -372,7 +418,7 @@ int main(void)
     static const enum hy_cpu_isa isas[] = {HY_CPU_ISA_SCALAR, HY_CPU_ISA_AVX2, HY_CPU_ISA_AVX512};
     static const int64_t cols_list[] = {256, 512, 1280, 2048, 4096};
     static const int64_t mm_shapes[][3] = {{37, 256, 1}, {70, 512, 2}, {9, 1280, 5}, {131, 2048, 17},
-                                           {6, 4096, 1}, {45, 2304, 9}, {33, 512, 6}};
+                                           {6, 4096, 1}, {45, 2304, 18}, {33, 512, 6}, {20, 1024, 9}};
     for (int ii = 0; ii < 3; ii++) {
         struct hy_cpu_kernels k;
         bool ok = true;
@@ -391,6 +437,9 @@ int main(void)
         for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
             for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
                 packed_case(&k, &r, block_dtypes[d], c % 2 ? 45 : 16, cols_list[c]);
+        for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
+            for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
+                row_tokens_case(&k, &r, block_dtypes[d], cols_list[c]);
         struct hy_backend *be[3] = {NULL, NULL, NULL};
         hy_status st = HY_OK;
         for (int n = 0; n < 3 && st == HY_OK; n++)
