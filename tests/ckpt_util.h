@@ -5,6 +5,7 @@
 #ifndef HY_TESTS_CKPT_UTIL_H
 #define HY_TESTS_CKPT_UTIL_H
 
+#include "backend/cpu/cpu.h"
 #include "core/dtype.h"
 #include "formats/safetensors.h"
 #include "model/hunyuan.h"
@@ -232,6 +233,26 @@ static inline void ck_expect_load_error(struct hy_backend *be, const char *dir,
     CHECKF(m == NULL || s == HY_OK, "line %d: model not NULL on error", line);
     CHECKF(strstr(e.msg, what) && (!name || strstr(e.msg, name)),
            "line %d: message '%s' lacks '%s' / '%s'", line, e.msg, what, name ? name : "");
+}
+
+/* A loader test's start: a fresh folder from the mkdtemp template tmpl in root, the path of
+ * tests/data/tiny-mqa in src_dir and its tensors in *src (zeroed by the caller), a 2-thread
+ * CPU backend in *be (NULL and a failed check if it cannot be made). False, with a message,
+ * when the folder cannot be made. */
+static inline bool ck_begin(char *root, size_t root_cap, const char *tmpl, char *src_dir,
+                            size_t src_cap, struct hy_backend **be, struct ckpt *src)
+{
+    snprintf(root, root_cap, "%s", tmpl);
+    if (!mkdtemp(root)) {
+        perror("mkdtemp");
+        return false;
+    }
+    test_path(src_dir, src_cap, "HYMT_SRC", "tests/data/tiny-mqa");
+    struct hy_err e = {{0}};
+    CHECKF(hy_cpu_backend_create(be, 2, &e) == HY_OK, "%s", e.msg);
+    ck_read(src, src_dir);
+    CHECK(ck_find(src, "lm_head.weight") == NULL && src->n > 20);
+    return true;
 }
 
 #endif

@@ -64,4 +64,14 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);
 
+/* Usage lines of --quant and --fp8-gemm (cli_load_model's flags) for --help texts in the
+ * 29-column layout of serve and translate. */
+#define HY_CLI_QUANT_USAGE                                                                   \
+    "  --quant q8|q4              quantize the projections and the head at load: q8 int8 (Q8_0),\n" \
+    "                             q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types),\n"   \
+    "                             fp8 (each stays in its type on a GPU)\n"                      \
+    "  --fp8-gemm                 fp8 weights: multiply batches of more than 8 rows on the\n"   \
+    "                             fp8 tensor cores (activations rounded to fp8: faster, less\n" \
+    "                             exact; GPU sm_89+)\n"
+
 #endif

@@ -46,12 +46,7 @@ static const struct cli_cmd cmd = {
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     "  -t, --threads N            CPU threads (default: all online CPUs)\n"
     "  --device D                 auto (default: CUDA when a GPU is present), cpu or cuda\n"
-    "  --quant q8|q4              quantize the projections and the head at load: q8 int8 (Q8_0),\n"
-    "                             q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types),\n"
-    "                             fp8 (each stays in its type on a GPU)\n"
-    "  --fp8-gemm                 fp8 weights: multiply batches of more than 8 rows on the\n"
-    "                             fp8 tensor cores (activations rounded to fp8: faster, less\n"
-    "                             exact; GPU sm_89+)\n"
+    HY_CLI_QUANT_USAGE
     "  -h, --help                 this text\n"
     "\n"
     "languages: zh en fr pt es ja tr ru ar ko th it de vi ms id tl hi zh-Hant pl cs nl km my\n"

@@ -398,17 +398,9 @@ static void test_bad(const struct ckpt *src)
 
 int main(void)
 {
-    snprintf(root, sizeof root, "/tmp/hymt-gptq-XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    test_path(src_dir, sizeof src_dir, "HYMT_SRC", "tests/data/tiny-mqa");
-    struct hy_err e = {{0}};
-    CHECKF(hy_cpu_backend_create(&be, 2, &e) == HY_OK, "%s", e.msg);
     struct ckpt src = {0};
-    ck_read(&src, src_dir);
-    CHECK(ck_find(&src, "lm_head.weight") == NULL && src.n > 20);
+    if (!ck_begin(root, sizeof root, "/tmp/hymt-gptq-XXXXXX", src_dir, sizeof src_dir, &be, &src))
+        return 1;
     test_handmade();
     if (be) {
         test_scheme(&src, (struct scheme){32, true, false, false, false, false}, "sym-g32-v1",

@@ -307,15 +307,23 @@ struct quant_job {
     uint8_t *codes;
 };
 
+/* Row r of the job's tensor as float32 in thread tid's row buffer. */
+static float *job_row(const struct quant_job *j, int64_t r, int tid)
+{
+    const int64_t cols = j->t->shape[1];
+    float *row = j->rows + (size_t)tid * (size_t)cols;
+    size_t rb = (size_t)cols * hy_dtype_size(j->t->dtype);
+    hy_dtype_to_f32(row, (const unsigned char *)j->t->data + (size_t)r * rb, j->t->dtype,
+                    (size_t)cols);
+    return row;
+}
+
 static void amax_rows(void *ctx, int64_t r0, int64_t r1, int tid)
 {
     const struct quant_job *j = ctx;
     const int64_t cols = j->t->shape[1];
-    float *row = j->rows + (size_t)tid * (size_t)cols;
-    size_t rb = (size_t)cols * hy_dtype_size(j->t->dtype);
     for (int64_t r = r0; r < r1; r++) {
-        hy_dtype_to_f32(row, (const unsigned char *)j->t->data + (size_t)r * rb, j->t->dtype,
-                        (size_t)cols);
+        const float *row = job_row(j, r, tid);
         float m = 0;
         for (int64_t c = 0; c < cols; c++)
             m = fabsf(row[c]) > m ? fabsf(row[c]) : m;
@@ -327,11 +335,8 @@ static void code_rows(void *ctx, int64_t r0, int64_t r1, int tid)
 {
     const struct quant_job *j = ctx;
     const int64_t cols = j->t->shape[1];
-    float *row = j->rows + (size_t)tid * (size_t)cols;
-    size_t rb = (size_t)cols * hy_dtype_size(j->t->dtype);
     for (int64_t r = r0; r < r1; r++) {
-        hy_dtype_to_f32(row, (const unsigned char *)j->t->data + (size_t)r * rb, j->t->dtype,
-                        (size_t)cols);
+        const float *row = job_row(j, r, tid);
         float s = j->scale[j->n_scale == 1 ? 0 : r];
         for (int64_t c = 0; c < cols; c++) {
             float v = row[c] / s;

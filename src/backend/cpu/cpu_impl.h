@@ -151,6 +151,21 @@ float hy_cpu_q_dot_ref(enum hy_dtype dt, const struct hy_cpu_xq *x, const void *
 void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float *x, int64_t n,
                            int block);
 
+/* The float-weight kernel rows of a kernel set, from the file's static functions of these
+ * names (rows4_f32, toks4_f32, dot_f32, tile_f32, and the same for f16, bf16, q8_0): each
+ * ISA file (kernels_{scalar,avx2,avx512}.c) defines them all. */
+#define HY_CPU_SET_DENSE_KERNELS(k)                                                         \
+    do {                                                                                    \
+        (k)->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){                                 \
+            .rows4 = rows4_f32, .toks4 = toks4_f32, .dot = dot_f32, .tile4x4 = tile_f32};   \
+        (k)->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){                                 \
+            .rows4 = rows4_f16, .toks4 = toks4_f16, .dot = dot_f16, .tile4x4 = tile_f16};   \
+        (k)->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){                                \
+            .rows4 = rows4_bf16, .toks4 = toks4_bf16, .dot = dot_bf16, .tile4x4 = tile_bf16}; \
+        (k)->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){                                \
+            .rows4 = rows4_q8_0, .toks4 = toks4_q8_0, .dot = dot_q8_0, .tile4x4 = tile_q8_0}; \
+    } while (0)
+
 /* Fill k with one SIMD level; false if the CPU (or this build) cannot run it. */
 void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k);

@@ -596,14 +596,7 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
     hy_cpu_kernels_scalar(k); /* the dtypes without kernels here keep the scalar ones */
     k->isa = HY_CPU_ISA_AVX512;
     k->name = "avx512";
-    k->mm[HY_DTYPE_F32] = (struct hy_cpu_mm_kernels){
-        .rows4 = rows4_f32, .toks4 = toks4_f32, .dot = dot_f32, .tile4x4 = tile_f32};
-    k->mm[HY_DTYPE_F16] = (struct hy_cpu_mm_kernels){
-        .rows4 = rows4_f16, .toks4 = toks4_f16, .dot = dot_f16, .tile4x4 = tile_f16};
-    k->mm[HY_DTYPE_BF16] = (struct hy_cpu_mm_kernels){
-        .rows4 = rows4_bf16, .toks4 = toks4_bf16, .dot = dot_bf16, .tile4x4 = tile_bf16};
-    k->mm[HY_DTYPE_Q8_0] = (struct hy_cpu_mm_kernels){
-        .rows4 = rows4_q8_0, .toks4 = toks4_q8_0, .dot = dot_q8_0, .tile4x4 = tile_q8_0};
+    HY_CPU_SET_DENSE_KERNELS(k);
     k->scores = scores;
     k->accum = accum;
     if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
