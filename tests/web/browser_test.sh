@@ -4,8 +4,8 @@
 #   tests/web/browser_test.sh SRC_DIR BUILD_DIR stub
 #   tests/web/browser_test.sh SRC_DIR BUILD_DIR hymt HYMT_BIN MODEL_DIR
 #
-# Needs Debian's chromium at /usr/bin/chromium (.ci/run installs it; a missing browser is a
-# failure, not a skip) and installs playwright-core (pinned below) with npm into
+# Needs Debian's chromium at /usr/bin/chromium (`make test` installs it through
+# scripts/deps.sh --test; a missing browser is a failure, not a skip) and installs playwright-core (pinned below) with npm into
 # BUILD_DIR/web-test/ the first time. "stub" serves web/index.html from the tree with
 # tests/web/stub_server.mjs (the page alone); "hymt" starts `hymt serve` with the page
 # embedded in the binary. Screenshots, the served log and downloads go to
@@ -19,7 +19,7 @@ if [ $# -lt 3 ]; then
 fi
 src=$1 build=$2 mode=$3
 if [ ! -x /usr/bin/chromium ]; then
-    echo "$0: /usr/bin/chromium is missing: apt-get install chromium (.ci/run does)" >&2
+    echo "$0: /usr/bin/chromium is missing: run `sh scripts/deps.sh --test` (make test does)" >&2
     exit 1
 fi
 command -v node >/dev/null 2>&1 || { echo "$0: node is missing" >&2; exit 1; }
