@@ -113,3 +113,6 @@ add_dependencies(gguf_model_test hymt)
 add_test(NAME gguf_cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gguf/convert_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# The HTTP request parser's unit test (src/server/ is not in libhymt: it builds the parser).
+target_sources(http_parse_test PRIVATE ${CMAKE_SOURCE_DIR}/src/server/http_parse.c)
