@@ -392,6 +392,10 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
 {
     *out = NULL;
     const struct hy_config *cf = &m->cfg;
+    struct hy_engine_params clamped = *p; /* no position past the model's */
+    if (clamped.max_seq_tokens > cf->max_position_embeddings)
+        clamped.max_seq_tokens = (int)cf->max_position_embeddings;
+    p = &clamped;
     int64_t block_bytes = cf->num_hidden_layers * 2 * (int64_t)p->block_size *
                           cf->num_key_value_heads * cf->head_dim * (int64_t)sizeof(float);
     hy_status st = check_params(p, block_bytes, err);

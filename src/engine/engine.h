@@ -24,7 +24,8 @@ struct hy_engine_params {
     int max_running;      /* sequences decoded together (default 16) */
     int max_queue;        /* requests waiting to start (default 256) */
     int max_batch_tokens; /* tokens per step: prefill chunks + decodes (default 2048) */
-    int max_seq_tokens;   /* prompt + generated tokens of one request (default 4096) */
+    int max_seq_tokens;   /* prompt + generated tokens of one request (default 4096; at most
+                           * the model's max_position_embeddings) */
     int block_size;       /* KV block size in tokens (default 16) */
     int64_t kv_bytes;     /* KV pool size (default 1 GiB); at least one longest request */
     double kv_fraction;   /* (0, 1]: instead, this share of the device memory free after

@@ -185,6 +185,18 @@ static void test_limits(void)
     CHECK(hy_engine_cancel(e, 12345) == HY_E_NOTFOUND);
     check_idle(e);
     hy_engine_destroy(e);
+    /* no request runs past the model's positions: max_seq_tokens is capped by the config */
+    int64_t max_pos = model->cfg.max_position_embeddings;
+    model->cfg.max_position_embeddings = 64;
+    CHECK(hy_engine_create(&e, model, &p, &err) == HY_OK);
+    model->cfg.max_position_embeddings = max_pos;
+    if (!e)
+        return;
+    CHECKF(hy_engine_get_params(e)->max_seq_tokens == 64, "max_seq_tokens %d",
+           hy_engine_get_params(e)->max_seq_tokens);
+    q = greedy_req(prompts[0], plen[0], 65 - plen[0]);
+    CHECK(hy_engine_submit(e, &q, &t, &err) == HY_E_RANGE);
+    hy_engine_destroy(e);
 }
 
 int main(void)

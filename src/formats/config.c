@@ -12,6 +12,13 @@
 #include <sys/stat.h>
 
 #define MODEL_TYPE "hunyuan_v1_dense"
+/* architectures[0] values hymt runs (the MT, Chimera, fp8 and GPTQ releases all say this) */
+static const char *const ARCHITECTURES[] = {"HunYuanDenseV1ForCausalLM"};
+#define N_ARCHITECTURES (sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
+/* The smallest context that holds a translation: the prompt's fixed part (control tokens
+ * and the instruction) is about 20 tokens, so 64 positions leave room for one short sentence
+ * and its answer. Every released checkpoint has 32768 (GGUF files up to 262144). */
+#define MIN_MAX_POS 64
 #define DEFAULT_MAX_POS 2048 /* transformers' HunYuanDenseV1Config defaults */
 #define DEFAULT_EPS 1e-5
 #define DEFAULT_THETA 10000.0
@@ -225,6 +232,25 @@ static hy_status check_model_type(const struct hy_config *c, const char *what, s
     return HY_OK;
 }
 
+/* An unknown architecture is another model's file (or a typo): refused, not ignored. */
+static hy_status check_architecture(const struct hy_config *c, const char *what,
+                                    struct hy_err *err)
+{
+    if (!c->architecture[0])
+        return HY_OK; /* absent: model_type and the tensors decide */
+    for (size_t i = 0; i < N_ARCHITECTURES; i++)
+        if (!strcmp(c->architecture, ARCHITECTURES[i]))
+            return HY_OK;
+    char list[256] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < N_ARCHITECTURES && at < sizeof list; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "",
+                               ARCHITECTURES[i]);
+    return hy_err_set(err, HY_E_UNSUPPORTED,
+                      "%s: architectures '%s' is not supported (supported: %s)", what,
+                      c->architecture, list);
+}
+
 /* Fills *cfg only on success. */
 static hy_status from_json(struct hy_config *cfg, const json_t *o, const char *what,
                            struct hy_err *err)
@@ -237,6 +263,8 @@ static hy_status from_json(struct hy_config *cfg, const json_t *o, const char *w
     hy_status s = read_strings(&c, o, err);
     if (s == HY_OK) { /* before the dims, so that another model's file says what it is */
         s = check_model_type(&c, what, err);
+        if (s == HY_OK)
+            s = check_architecture(&c, what, err);
         if (s != HY_OK)
             return s;
     }
@@ -317,7 +345,7 @@ static hy_status check_dims(const struct hy_config *c, const char *what, struct 
         {"num_attention_heads", c->num_attention_heads, 1, 1024},
         {"num_key_value_heads", c->num_key_value_heads, 1, c->num_attention_heads},
         {"head_dim", c->head_dim, 2, 1024},
-        {"max_position_embeddings", c->max_position_embeddings, 1, 1 << 24},
+        {"max_position_embeddings", c->max_position_embeddings, MIN_MAX_POS, 1 << 24},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         hy_status s = check_int(f[i].v, f[i].lo, f[i].hi, f[i].key, what, err);
@@ -341,6 +369,8 @@ static hy_status check_dims(const struct hy_config *c, const char *what, struct 
 static hy_status check_features(const struct hy_config *c, const char *what, struct hy_err *err)
 {
     hy_status s = check_model_type(c, what, err);
+    if (s == HY_OK)
+        s = check_architecture(c, what, err);
     if (s != HY_OK)
         return s;
     if (strcmp(c->hidden_act, "silu"))

@@ -6,8 +6,9 @@
  * HY_E_FORMAT for wrong JSON or types, HY_E_NOTFOUND for a missing required key (vocab_size,
  * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads), HY_E_RANGE for
  * values out of range, HY_E_UNSUPPORTED for valid features hymt does not run (use_cla,
- * biases, hidden_act other than silu, another model_type, rope types other than
- * default/dynamic). Absent keys take transformers' defaults (noted per field); a null value
+ * biases, hidden_act other than silu, another model_type or architectures[0], rope types
+ * other than default/dynamic). max_position_embeddings must be at least 64 (room for a
+ * translation prompt and its answer). Absent keys take transformers' defaults (noted per field); a null value
  * counts as absent. On error *cfg is unchanged.
  * Plain data; no allocation survives the call; thread-safe. */
 #ifndef HY_FORMATS_CONFIG_H

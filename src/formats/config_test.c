@@ -251,6 +251,9 @@ static void test_invalid(void)
     BAD("intermediate_size", "0", HY_E_RANGE, "intermediate_size");
     BAD("num_hidden_layers", "1025", HY_E_RANGE, "num_hidden_layers");
     BAD("max_position_embeddings", "0", HY_E_RANGE, "max_position_embeddings");
+    BAD("max_position_embeddings", "1", HY_E_RANGE, "max_position_embeddings 1 is outside [64,");
+    BAD("max_position_embeddings", "63", HY_E_RANGE, "max_position_embeddings");
+    BAD("max_position_embeddings", "16777217", HY_E_RANGE, "max_position_embeddings");
     BAD("org_vocab_size", "0", HY_E_RANGE, "org_vocab_size");
     BAD("rms_norm_eps", "0", HY_E_RANGE, "rms_norm_eps");
     BAD("rms_norm_eps", "1.5", HY_E_RANGE, "rms_norm_eps");
@@ -274,6 +277,10 @@ static void test_invalid(void)
     BAD("rope_scaling.factor", "0", HY_E_RANGE, "factor");
     BAD("rope_scaling.alpha", "1e300", HY_E_RANGE, "rope base");
     BAD("architectures", "\"HunYuanDenseV1ForCausalLM\"", HY_E_FORMAT, "architectures");
+    BAD("architectures", "[\"LlamaForCausalLM\"]", HY_E_UNSUPPORTED,
+        "architectures 'LlamaForCausalLM' is not supported (supported: HunYuanDenseV1ForCausalLM)");
+    BAD("architectures", "[\"HunYuanMoEV1ForCausalLM\", \"HunYuanDenseV1ForCausalLM\"]",
+        HY_E_UNSUPPORTED, "HunYuanMoEV1ForCausalLM");
     BAD("model_type", "\"hunyuan_v1_dense_but_far_too_long_to_fit_in_the_sixty_four_bytes_field\"",
         HY_E_RANGE, "model_type");
 }
@@ -342,8 +349,29 @@ static void test_load(void)
     CHECK(rmdir(dir) == 0);
 }
 
+/* Configs built in code (GGUF metadata) pass hy_config_validate: the same limits hold. */
+static void test_validate_built(void)
+{
+    struct hy_config c;
+    struct hy_err e = {{0}};
+    CHECK(parse_edit(&c, "max_position_embeddings", "64", &e) == HY_OK);
+    struct hy_config v = c;
+    v.max_position_embeddings = 1; /* a GGUF context_length of 1 */
+    CHECK(hy_config_validate(&v, "x.gguf", &e) == HY_E_RANGE);
+    CHECKF(strstr(e.msg, "x.gguf") && strstr(e.msg, "max_position_embeddings"), "%s", e.msg);
+    v = c;
+    snprintf(v.architecture, sizeof v.architecture, "Qwen2ForCausalLM");
+    CHECK(hy_config_validate(&v, "x.gguf", &e) == HY_E_UNSUPPORTED);
+    CHECKF(strstr(e.msg, "'Qwen2ForCausalLM'") && strstr(e.msg, "HunYuanDenseV1ForCausalLM"), "%s",
+           e.msg);
+    v = c;
+    v.architecture[0] = '\0'; /* absent: accepted */
+    CHECK(hy_config_validate(&v, "x.gguf", &e) == HY_OK);
+}
+
 int main(void)
 {
+    test_validate_built();
     test_real_7b();
     test_rope_forms();
     test_variants();

@@ -125,12 +125,13 @@ static hy_status merge_ids(const struct hy_tok *t, size_t i, const char *a, size
                            const char *b, size_t nb, char **buf, size_t *cap, int32_t ids[3],
                            struct hy_err *err)
 {
-    if (na + nb > *cap) {
-        char *p = realloc(*buf, (na + nb) * 2);
+    /* +1: the buffer exists even for two empty halves (memcpy into NULL is undefined) */
+    if (na + nb + 1 > *cap) {
+        char *p = realloc(*buf, (na + nb + 1) * 2);
         if (!p)
             return hy_err_set(err, HY_E_NOMEM, "model.merges: out of memory");
         *buf = p;
-        *cap = (na + nb) * 2;
+        *cap = (na + nb + 1) * 2;
     }
     memcpy(*buf, a, na);
     memcpy(*buf + na, b, nb);

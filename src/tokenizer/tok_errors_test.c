@@ -76,6 +76,9 @@ static void check_top_and_model(struct tt *t)
     BAD_PARTS(t, HY_E_FORMAT, "model.merges[1]", .merges = "[\"a b\", [\"a\", \"b\"]]");
     BAD_PARTS(t, HY_E_FORMAT, "\"c\" is not in the vocab", .merges = "[\"a c\"]");
     BAD_PARTS(t, HY_E_FORMAT, "\"ab\" is not in the vocab", .vocab = "{\"a\": 0, \"b\": 1}");
+    /* empty halves (the first merge " " or ["", ""]): an error, not a copy into no buffer */
+    BAD_PARTS(t, HY_E_FORMAT, "\"\" is not in the vocab", .merges = "[\" \"]");
+    BAD_PARTS(t, HY_E_FORMAT, "\"\" is not in the vocab", .merges = "[[\"\", \"\"]]");
     BAD_PARTS(t, HY_E_UNSUPPORTED, "model.dropout", .model_opts = "\"dropout\": 0.1, ");
     BAD_PARTS(t, HY_E_UNSUPPORTED, "byte_fallback", .model_opts = "\"byte_fallback\": true, ");
     BAD_PARTS(t, HY_E_UNSUPPORTED, "continuing_subword_prefix",
