@@ -116,3 +116,9 @@ set_tests_properties(gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)
 
 # The HTTP request parser's unit test (src/server/ is not in libhymt: it builds the parser).
 target_sources(http_parse_test PRIVATE ${CMAKE_SOURCE_DIR}/src/server/http_parse.c)
+
+# `hymt translate --keep-lines` on a random-weight model: 400 lines in, 400 out, blank lines
+# in place (issue 18 item 6).
+add_test(NAME translate_keep_lines_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/keep_lines_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
+set_tests_properties(translate_keep_lines_test PROPERTIES LABELS unit TIMEOUT 300)

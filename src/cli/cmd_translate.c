@@ -37,7 +37,9 @@ static const struct cli_cmd cmd = {
     "                             sampling (defaults: the recommended 0.7, 20, 0.6, 1.05, 0)\n"
     "  --max-seg-tokens N         longest segment in tokens (default 256)\n"
     "  --max-new-tokens N         cap per segment (default: 2 x its tokens + 64)\n"
-    "  --keep-lines               never join lines into one segment (lists, verse, code)\n"
+    "  --keep-lines               one output line per input line, blank lines in place:\n"
+    "                             lines are never joined, and a line break the model\n"
+    "                             writes inside a translation becomes a space\n"
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     HY_CLI_KV_USAGE

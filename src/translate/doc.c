@@ -171,7 +171,8 @@ static hy_status emit(struct doc *d, size_t i, const char *s, size_t n, struct h
     hy_status st = HY_OK;
     for (size_t a = 0; a < n && !st;) {
         int l;
-        if (text_is_space(text_decode(p + a, n - a, &l))) {
+        uint32_t c = text_decode(p + a, n - a, &l);
+        if (text_is_space(c)) {
             if (j->started && d->n_ws + (size_t)l > d->cap_ws) {
                 size_t cap = 2 * d->cap_ws + 64;
                 char *w = realloc(d->ws, cap);
@@ -180,7 +181,11 @@ static hy_status emit(struct doc *d, size_t i, const char *s, size_t n, struct h
                 d->ws = w;
                 d->cap_ws = cap;
             }
-            if (j->started) {
+            if (j->started && d->o->keep_lines && text_is_newline(c)) {
+                /* one line out per line in: a run of line breaks becomes one space */
+                if (d->n_ws == 0 || d->ws[d->n_ws - 1] != ' ')
+                    d->ws[d->n_ws++] = ' ';
+            } else if (j->started) {
                 memcpy(d->ws + d->n_ws, p + a, (size_t)l);
                 d->n_ws += (size_t)l;
             }

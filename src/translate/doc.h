@@ -39,7 +39,10 @@ struct hy_doc_opts {
     struct hy_sampler_params sampling; /* hy_sampler_params_default() for translation */
     int max_seg_tokens;                /* longest segment in tokens (default 256) */
     int max_new_tokens;                /* per segment; 0: 2 x its tokens + 64, within limits */
-    bool keep_lines;                   /* never merge across line breaks */
+    bool keep_lines;                   /* line-true output: segments never span a line
+                                        * break, and line breaks a translation writes
+                                        * become one space, so the output has the input's
+                                        * lines, blank ones where they were */
     double timeout_s;                  /* per segment; 0: none */
     /* Output sink, called in document order; a non-OK return stops the translation. */
     hy_status (*write)(void *ctx, const char *s, size_t n, struct hy_err *err);
