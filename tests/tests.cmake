@@ -122,3 +122,9 @@ target_sources(http_parse_test PRIVATE ${CMAKE_SOURCE_DIR}/src/server/http_parse
 add_test(NAME translate_keep_lines_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/keep_lines_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
 set_tests_properties(translate_keep_lines_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# `hymt translate --glossary FILE --context N` (issue 18 items 2-3): which segments get the
+# terminology and context prompts, the 7b refusal, glossary errors.
+add_test(NAME translate_glossary_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/glossary_cli_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(translate_glossary_test PROPERTIES LABELS unit TIMEOUT 300)

@@ -40,6 +40,11 @@ static const struct cli_cmd cmd = {
     "  --keep-lines               one output line per input line, blank lines in place:\n"
     "                             lines are never joined, and a line break the model\n"
     "                             writes inside a translation becomes a space\n"
+    "  --glossary FILE            terms to use: CSV or TSV rows source,target (optionally\n"
+    "                             source,target,source_lang,target_lang); a segment holding\n"
+    "                             terms gets the terminology prompt (HY-MT1.5 models)\n"
+    "  --context N                give each segment the N segments before it as context\n"
+    "                             (the context prompt; HY-MT1.5 models; 0..16, default 0)\n"
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     HY_CLI_KV_USAGE
@@ -56,8 +61,8 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *device, *quant;
-    int64_t threads, top_k, seed, max_seg, max_new;
+    const char *model, *to, *from, *out, *device, *quant, *glossary;
+    int64_t threads, top_k, seed, max_seg, max_new, context;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
     bool greedy, keep_lines, replace, fp8_gemm;
@@ -174,6 +179,13 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
         fprintf(stderr, "hymt translate: %s: %s\n", path, err.msg);
         return 1;
     }
+    if (r.terms_left_out)
+        fprintf(stderr, "hymt translate: %s: %zu glossary terms left out (more than %d in one "
+                        "segment)\n", path, r.terms_left_out, HY_GLOSSARY_MAX_HITS);
+    if (hy_log_level >= HY_LOG_INFO && (o->glossary || o->context_segs > 0))
+        fprintf(stderr, "hymt translate: %s: %zu segments with glossary terms, %zu with context "
+                        "(%zu of them shortened to fit)\n", strcmp(path, "-") ? path : "stdin",
+                r.with_terms, r.with_context, r.context_cut);
     if (hy_log_level >= HY_LOG_INFO)
         fprintf(stderr, "hymt translate: %s: %zu segments (%zu cut at the token limit, %zu kept "
                         "in the original), %lld tokens in, %lld out, %.2f s, %.1f tok/s, %s -> "
@@ -201,6 +213,8 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"max-new-tokens", CLI_INT, &o->max_new, 1, 1 << 20, false},
         {"keep-lines", CLI_FLAG, &o->keep_lines, 0, 0, false},
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
+        {"glossary", CLI_STR, &o->glossary, 0, 0, false},
+        {"context", CLI_INT, &o->context, 0, 16, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
         {"t|threads", CLI_INT, &o->threads, 1, 256, false},
@@ -217,6 +231,37 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
     if (!o->to)
         return cli_fail(&cmd, "--to LANG is required");
     return cli_check_device_quant(&cmd, o->device, o->quant);
+}
+
+/* Loads --glossary FILE; its language columns, if any, must agree with --to and --from. */
+static int load_glossary(const char *path, const struct hy_doc_opts *d, struct hy_glossary **g)
+{
+    size_t len = 0;
+    char *text = read_input(path, &len);
+    if (!text)
+        return 1;
+    struct hy_err err = {{0}};
+    hy_status st = hy_glossary_create(g, &err);
+    if (!st)
+        st = hy_glossary_parse(*g, text, len, HY_GLOSSARY_AUTO, &err);
+    free(text);
+    if (st) {
+        fprintf(stderr, "hymt translate: %s: %s\n", path, err.msg);
+        return 1;
+    }
+    const char *src, *tgt;
+    hy_glossary_langs(*g, &src, &tgt);
+    const struct hy_lang *ls = *src ? hy_lang_find(src) : NULL, *lt = *tgt ? hy_lang_find(tgt) : NULL;
+    if ((*src && !ls) || (*tgt && !lt)) {
+        fprintf(stderr, "hymt translate: %s: unknown language '%s'\n", path, *src && !ls ? src : tgt);
+        return 1;
+    }
+    if ((lt && lt != d->tgt) || (ls && d->src && ls != d->src)) {
+        fprintf(stderr, "hymt translate: %s: a glossary for %s -> %s, not %s -> %s\n", path, src,
+                tgt, d->src ? d->src->code : "auto", d->tgt->code);
+        return 1;
+    }
+    return 0;
 }
 
 /* Resolves a language name; on failure prints the valid codes. */
@@ -299,5 +344,14 @@ int cmd_translate(int argc, char **argv)
     d.max_new_tokens = (int)o.max_new;
     d.keep_lines = o.keep_lines;
     d.timeout_s = o.timeout;
-    return run(&o, &d, files, n_files);
+    d.context_segs = (int)o.context;
+    struct hy_glossary *g = NULL;
+    if (o.glossary && load_glossary(o.glossary, &d, &g)) {
+        hy_glossary_destroy(g);
+        return 1;
+    }
+    d.glossary = g;
+    r = run(&o, &d, files, n_files);
+    hy_glossary_destroy(g);
+    return r;
 }

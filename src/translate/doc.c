@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/utf8.h"
 #include "translate/prompt.h"
+#include "translate/prompt_ext.h"
 #include "translate/segment.h"
 #include "translate/text.h"
 
@@ -40,6 +41,7 @@ struct doc {
     size_t n, next_submit, next_write, n_done, trail;
     int32_t *prompt; /* scratch [max_seq_tokens] */
     int32_t *count_buf; /* scratch for the token-count callback [len + 1] */
+    char *ctx;          /* scratch for a segment's context [context_len + 1 + len] */
     char *ws;           /* the front segment's whitespace held back (see emit) */
     size_t n_ws, cap_ws;
     struct hy_doc_result *res;
@@ -73,6 +75,65 @@ static hy_status split(struct doc *d, struct hy_err *err)
     return st;
 }
 
+/* Segment i's context with its k previous segments: the given context (if given), a line
+ * break when both are there, and the source text from segment i-k to the end of i-1. */
+static size_t context_of(struct doc *d, size_t i, size_t k, bool given)
+{
+    size_t n = 0;
+    if (given) {
+        memcpy(d->ctx, d->o->context, d->o->context_len);
+        n = d->o->context_len;
+    }
+    if (k) {
+        size_t a = d->segs[i - k].off, b = d->segs[i - 1].off + d->segs[i - 1].len;
+        if (n)
+            d->ctx[n++] = '\n';
+        memcpy(d->ctx + n, d->text + a, b - a);
+        n += b - a;
+    }
+    return n;
+}
+
+/* Segment i's prompt ids (*n): its glossary terms, else its context (the previous
+ * segments dropped from the oldest while the prompt does not fit), else the plain one. */
+static hy_status build_prompt(struct doc *d, size_t i, size_t cap, size_t *n, struct hy_err *err)
+{
+    const struct hy_seg *g = &d->segs[i];
+    struct hy_glossary_term terms[HY_GLOSSARY_MAX_HITS];
+    struct hy_prompt_ext x = {.terms = terms};
+    hy_status st;
+    if (d->o->glossary) {
+        st = hy_glossary_match(d->o->glossary, d->text + g->off, g->len, terms,
+                               HY_GLOSSARY_MAX_HITS, &x.n_terms, err);
+        if (st)
+            return st;
+        if (x.n_terms > HY_GLOSSARY_MAX_HITS) {
+            d->res->terms_left_out += x.n_terms - HY_GLOSSARY_MAX_HITS;
+            x.n_terms = HY_GLOSSARY_MAX_HITS;
+        }
+    }
+    size_t k = d->o->context_segs > 0 ? (size_t)d->o->context_segs : 0;
+    k = k < i ? k : i;
+    size_t want = k;
+    bool given = d->o->context_len > 0;
+    x.context = d->ctx;
+    for (;;) {
+        x.context_len = x.n_terms || (!given && k == 0) ? 0 : context_of(d, i, k, given);
+        st = hy_prompt_ext_translate(d->tok, d->style, d->src, d->o->tgt, &x, d->text + g->off,
+                                     g->len, d->prompt, cap, n, err);
+        if (st != HY_E_NOSPACE || x.context_len == 0)
+            break;
+        if (k > 0)
+            k--;
+        else
+            given = false; /* even the given context alone does not fit: none */
+    }
+    d->res->with_terms += !st && x.n_terms;
+    d->res->with_context += !st && x.context_len;
+    d->res->context_cut += !st && !x.n_terms && (k < want || given != (d->o->context_len > 0));
+    return st;
+}
+
 /* Builds segment i's prompt and submits it. HY_E_NOSPACE: the engine's queue is full. */
 static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
 {
@@ -80,9 +141,7 @@ static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
     const struct hy_seg *g = &d->segs[i];
     struct seg_job *j = &d->jobs[i];
     size_t n = 0;
-    hy_status st = hy_prompt_translate(d->tok, d->style, d->src, d->o->tgt, d->text + g->off,
-                                       g->len, d->prompt, (size_t)ep->max_seq_tokens - 1, &n,
-                                       err);
+    hy_status st = build_prompt(d, i, (size_t)ep->max_seq_tokens - 1, &n, err);
     if (st)
         return st == HY_E_NOSPACE ? HY_E_RANGE : st;
     int room = ep->max_seq_tokens - (int)n;
@@ -294,6 +353,7 @@ static void cleanup(struct doc *d)
     free(d->segs);
     free(d->prompt);
     free(d->count_buf);
+    free(d->ctx);
     free(d->ws);
 }
 
@@ -314,10 +374,21 @@ hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const 
     hy_status st = hy_prompt_style_detect(tok, &d.style, err);
     if (st)
         return st;
+    bool ext = o->glossary || o->context_len || o->context_segs > 0;
+    if (ext && !hy_prompt_ext_supported(d.style)) {
+        return hy_err_set(err, HY_E_INVAL, /* not HY_E_UNSUPPORTED: that means cancelled */
+                          "a glossary or context needs a HY-MT1.5 model (dense prompt style); "
+                          "this tokenizer has the %s style (Hunyuan-MT-7B), whose prompts have "
+                          "no such form", hy_prompt_style_name(d.style));
+    }
+    if (o->context_len && hy_utf8_validate(o->context, o->context_len) < o->context_len)
+        return hy_err_set(err, HY_E_INVAL, "the context is not valid UTF-8");
     d.n_stop = (int)hy_prompt_stop_ids(tok, d.style, d.stop, HY_ENGINE_MAX_STOP);
     d.prompt = malloc((size_t)hy_engine_get_params(e)->max_seq_tokens * sizeof *d.prompt);
     d.count_buf = malloc((len + 1) * sizeof *d.count_buf);
-    if (!d.prompt || !d.count_buf)
+    if (ext)
+        d.ctx = malloc(o->context_len + 1 + len);
+    if (!d.prompt || !d.count_buf || (ext && !d.ctx))
         st = hy_err_set(err, HY_E_NOMEM, "out of memory for a %zu-byte document", len);
     if (!st)
         st = split(&d, err);

@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "translate/glossary.h"
 #include "translate/lang.h"
 
 #include <stdbool.h>
@@ -44,6 +45,12 @@ struct hy_doc_opts {
                                         * become one space, so the output has the input's
                                         * lines, blank ones where they were */
     double timeout_s;                  /* per segment; 0: none */
+    /* Terminology and context (prompt_ext.h), for models of the dense (HY-MT1.5) prompt
+     * style only: with the 7b style any of them is HY_E_INVAL before anything runs. */
+    const struct hy_glossary *glossary; /* borrowed; a segment with terms gets them */
+    const char *context;               /* text before the document (borrowed, UTF-8) */
+    size_t context_len;
+    int context_segs;                  /* also the document's previous N segments (source) */
     /* Output sink, called in document order; a non-OK return stops the translation. */
     hy_status (*write)(void *ctx, const char *s, size_t n, struct hy_err *err);
     void *write_ctx;
@@ -60,6 +67,10 @@ struct hy_doc_result {
     size_t segments;
     size_t cut;             /* segments that hit max_new_tokens */
     size_t failed;          /* segments kept in the original (engine error, timeout) */
+    size_t with_terms;      /* segments translated with the terminology prompt */
+    size_t with_context;    /* segments translated with the context prompt */
+    size_t terms_left_out;  /* terms found beyond HY_GLOSSARY_MAX_HITS in a segment */
+    size_t context_cut;     /* segments whose context was shortened to fit the prompt */
     int64_t tokens_in, tokens_out;
     const struct hy_lang *src; /* the source language used (detected or given); may be NULL */
     double elapsed_s;
