@@ -19,6 +19,17 @@ add_test(NAME cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/cli_test.sh
   ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(cli_test PROPERTIES LABELS unit TIMEOUT 300)
 
+# GPU tests above the backend (tests/cuda/: they load models or run the engine on the CUDA
+# backend, so they cannot sit beside the backend's code): built only with the CUDA backend,
+# labelled cuda; they exit 77 (skip) where no GPU is present, so CI stays green.
+if(HYMT_CUDA)
+  file(GLOB HYMT_CUDA_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cuda/*_test.c)
+  foreach(src ${HYMT_CUDA_TESTS})
+    get_filename_component(stem ${src} NAME_WE)
+    hy_add_test(${stem} LABEL cuda SOURCES ${src})
+  endforeach()
+endif()
+
 # The engine allocates nothing in steady state: malloc/calloc/realloc/free are wrapped.
 hy_add_test(noalloc_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/engine/noalloc_test.c)
 target_link_options(noalloc_test PRIVATE

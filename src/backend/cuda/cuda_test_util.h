@@ -1,8 +1,8 @@
-/* cuda_test_util.h: helpers shared by the CUDA backend's tests (include after test.h):
+/* cuda_test_util.h: helpers shared by the CUDA backend's op tests (include after test.h):
  * random numbers (ops_test_util.h's xorshift), random quantized weights and their double
  * reference, the error/bound comparison of the quantized-matmul tests, one matmul through
- * a backend or through hy_cuda_matmul_q with its own scratch, and the "model on the GPU
- * against the CPU backend" comparison (greedy ids, max |dlogit| / max |logit|).
+ * a backend or through hy_cuda_matmul_q with its own scratch, one embedding lookup.
+ * Backend level only (the model-level comparison is tests/cuda/cuda_model_util.h).
  * Header-only, static functions: each test is one executable. Buffers a helper takes are
  * the caller's; a helper frees what it allocates. */
 #ifndef HY_BACKEND_CUDA_TEST_UTIL_H
@@ -11,8 +11,6 @@
 #include "backend/cpu/ops_test_util.h"
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/qmatmul.h"
-#include "logits_util.h"
-#include "model/hunyuan.h"
 #include "test.h"
 
 #include <math.h>
@@ -218,92 +216,6 @@ static inline void ct_embed_case(struct hy_backend *be, struct rng *rg, enum hy_
     free(hq);
     free(want);
     free(got);
-}
-
-/* ---- a model on the GPU against the CPU backend ---- */
-
-/* Greedy run of m: the prompt, then steps - 1 decode steps fed with the argmax ids (or
- * feed's ids when feed is not NULL). logits [steps, V]: the prompt's last position, then
- * each decode step; ids [steps]: each row's argmax (the first of equal maxima). One check. */
-static inline bool ct_greedy(const struct hy_model *m, const int32_t *prompt, int np, int steps,
-                             const int32_t *feed, float *logits, int32_t *ids)
-{
-    struct hy_ctx *c = NULL;
-    struct hy_err err = {{0}};
-    const int64_t V = m->cfg.vocab_size;
-    bool ok = hy_ctx_create(&c, m, np + steps, np, &err) == HY_OK &&
-              hy_model_forward(c, prompt, np, false, logits, &err) == HY_OK;
-    for (int s = 0; ok && s < steps; s++) {
-        ids[s] = (int32_t)tu_argmax(logits + s * V, V);
-        if (s + 1 < steps)
-            ok = hy_model_forward(c, feed ? &feed[s] : &ids[s], 1, false, logits + (s + 1) * V,
-                                  &err) == HY_OK;
-    }
-    CHECKF(ok, "greedy: %s", err.msg);
-    hy_ctx_destroy(c);
-    return ok;
-}
-
-/* One row of logits, a (the reference) against b: max |a - b|, max |a|, a's top-2 gap
- * (top1 - top2, not divided) and the cosine of the two rows. */
-struct ct_row_diff {
-    double diff, den, gap, cos;
-};
-
-static inline struct ct_row_diff ct_row_diff(const float *a, const float *b, int64_t V)
-{
-    double num = 0, den = 0, t1 = -INFINITY, t2 = -INFINITY, ab = 0, aa = 0, bb = 0;
-    for (int64_t i = 0; i < V; i++) {
-        double x = a[i], g = b[i];
-        num = fmax(num, fabs(x - g));
-        den = fmax(den, fabs(x));
-        ab += x * g, aa += x * x, bb += g * g;
-        if (x > t1) {
-            t2 = t1;
-            t1 = x;
-        } else if (x > t2) {
-            t2 = x;
-        }
-    }
-    return (struct ct_row_diff){num, den, t1 - t2, ab / sqrt(aa * bb)};
-}
-
-/* mc (CPU) and mg (GPU) each run greedy from the prompt for `steps` steps. Checks that the
- * ids are equal at every step and that, at every step up to the first differing id (both
- * ran the same tokens up to there), max |dlogit| / max |logit| <= limit. Prints those
- * figures and the CPU's smallest top-2 gap (relative to max |logit|: a tie closer than
- * the limit would make the ids check meaningless), prefixed with `what`. */
-static inline void ct_check_greedy(const char *what, const struct hy_model *mc,
-                                   const struct hy_model *mg, const int32_t *prompt, int np,
-                                   int steps, double limit)
-{
-    const int64_t V = mc->cfg.vocab_size;
-    float *lc = malloc((size_t)(steps * V) * sizeof *lc);
-    float *lg = malloc((size_t)(steps * V) * sizeof *lg);
-    int32_t *ic = malloc((size_t)steps * sizeof *ic), *ig = malloc((size_t)steps * sizeof *ig);
-    HY_ASSERT(lc && lg && ic && ig);
-    if (ct_greedy(mc, prompt, np, steps, NULL, lc, ic) &&
-        ct_greedy(mg, prompt, np, steps, NULL, lg, ig)) {
-        double w = 0, gap = INFINITY;
-        int same = 0;
-        while (same < steps && ic[same] == ig[same])
-            same++;
-        for (int s = 0; s < steps; s++) {
-            const struct ct_row_diff d = ct_row_diff(lc + s * V, lg + s * V, V);
-            if (s <= same)
-                w = fmax(w, d.diff / d.den);
-            gap = fmin(gap, d.gap / d.den);
-        }
-        fprintf(stderr, "%s: greedy ids equal for %d/%d steps; max |dlogit|/max|logit| = %.3g "
-                "(limit %.0e); smallest CPU top-2 gap %.3g\n", what, same, steps, w, limit, gap);
-        CHECKF(same == steps, "%s: greedy ids differ at step %d (cpu %d, cuda %d)", what, same,
-               same < steps ? ic[same] : -1, same < steps ? ig[same] : -1);
-        CHECKF(w <= limit, "%s: logits differ by %.3g of max |logit|", what, w);
-    }
-    free(lc);
-    free(lg);
-    free(ic);
-    free(ig);
 }
 
 #endif

@@ -32,7 +32,7 @@
 #include "core/quant.h"
 #include "model/hunyuan.h"
 #include "test.h"
-#include "backend/cuda/cuda_test_util.h"
+#include "cuda/cuda_model_util.h"
 
 #include <math.h>
 #include <stdlib.h>

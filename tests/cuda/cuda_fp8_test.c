@@ -30,7 +30,7 @@
 #include "core/fp8.h"
 #include "model/hunyuan.h"
 #include "test.h"
-#include "backend/cuda/cuda_test_util.h"
+#include "cuda/cuda_model_util.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
