@@ -30,6 +30,12 @@ if(HYMT_CUDA)
   endforeach()
 endif()
 
+# Layers point one way (docs/ARCHITECTURE.md): no file under src/, include/ or tests/<layer>/
+# includes a higher layer, directly or through a tests/ helper header.
+add_test(NAME lint_layers COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/lint/layers.py
+  ${CMAKE_SOURCE_DIR})
+set_tests_properties(lint_layers PROPERTIES LABELS unit TIMEOUT 60)
+
 # The engine allocates nothing in steady state: malloc/calloc/realloc/free are wrapped.
 hy_add_test(noalloc_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/engine/noalloc_test.c)
 target_link_options(noalloc_test PRIVATE
