@@ -36,6 +36,12 @@ add_test(NAME lint_layers COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/lint/layers.
   ${CMAKE_SOURCE_DIR})
 set_tests_properties(lint_layers PROPERTIES LABELS unit TIMEOUT 60)
 
+# Comments say why the code is as it is now: no dates, "was:" histories or issue numbers in
+# comments under src/ and include/ (measurements go to bench/RESULTS.md).
+add_test(NAME lint_comments COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/lint/comments.py
+  ${CMAKE_SOURCE_DIR})
+set_tests_properties(lint_comments PROPERTIES LABELS unit TIMEOUT 60)
+
 # The engine allocates nothing in steady state: malloc/calloc/realloc/free are wrapped.
 hy_add_test(noalloc_test LABEL unit SOURCES ${CMAKE_SOURCE_DIR}/tests/engine/noalloc_test.c)
 target_link_options(noalloc_test PRIVATE

@@ -1,5 +1,5 @@
 /* load_quant.h: quantized checkpoints, and fp8 quantization at load, turned into weights the
- * CPU kernels run (model doc section 6, issue 7 item 3).
+ * CPU kernels run (model doc section 6).
  *
  * hy_quant_prepare runs between opening the safetensors set and binding the weights
  * (hy_model_load_opts). It reads the folder's quantization config (formats/quant_config.h)

@@ -176,10 +176,10 @@ static void kernel_cases(struct hy_backend *be, int act, const char *what)
  * bf16, float32 activations), a 9-token prompt then 15 decode steps. With bf16 activations
  * for T > 8 (the default): logits within 2e-2 of max |logit| at every step (the bf16
  * rounding of activations in the prompt's matmuls, and of the CPU's weights, which the GPU
- * multiplies unrounded: measured <= 1.2e-2 on the H200), and for tiny-fp8 greedy ids equal
- * for 16 free-running steps; checkpoints whose top-2 logits are closer than the tolerance
- * (free_run false) run the GPU on the CPU's ids and check the ids only where the CPU's
- * top-2 gap is above twice the tolerance. With fp8 activations (fp8_act 1) the prompt's
+ * multiplies unrounded; the measured figure is in bench/RESULTS.md), and for tiny-fp8
+ * greedy ids equal for 16 free-running steps; checkpoints whose top-2 logits are closer
+ * than the tolerance (free_run false) run the GPU on the CPU's ids and check the ids only
+ * where the CPU's top-2 gap is above twice the tolerance. With fp8 activations (fp8_act 1) the prompt's
  * activations carry 2^-4 relative errors, 32 times bf16's: measured up to 0.12 of
  * max |logit| on these tiny random models, so only the cosine similarity of each step's
  * logits is checked (>= 0.98) and the figures printed. */

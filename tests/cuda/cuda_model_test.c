@@ -10,7 +10,7 @@
  * same greedy ids as each alone, and logits within 1e-2 of max |logit|: a decode-sized
  * matmul keeps activations in float32, a prefill-sized one rounds them to bf16 (cuda.h),
  * so a row batched into a larger call differs from the row alone by that rounding
- * (measured up to 6.3e-3 on the H200, 2026-11-30).
+ * (the measured figure: bench/RESULTS.md).
  * The same on a second GPU backend with batch-invariant numerics (set_batch_invariant):
  * parity with the CPU under the same limits, and batched logits equal to alone bit for bit
  * (alone prefills the whole sequence each time, so a decode row must also equal the last

@@ -8,7 +8,7 @@
  *  cpu: the same with the fast CPU backend (2 threads), prefilling in one call, in chunks
  *       of 5 and token by token;
  *  cli: `hymt generate --ids ... --ignore-eos --dump-logits` gives the same ids and logits.
- * Tolerance: per position, max|ours - golden| <= 1e-4 * max|golden| (issue #2). Both sides
+ * Tolerance: per position, max|ours - golden| <= 1e-4 * max|golden|. Both sides
  * compute in float32 from the same weights; only summation order differs, which moves
  * logits by ~1e-6 relative, so 1e-4 leaves room without hiding a wrong op (a wrong op
  * moves them by 1e-2 or more). */

@@ -5,9 +5,9 @@
  * bf16 x bf16 GEMM with float32 accumulation and output (CUBLAS_COMPUTE_32F). So a row's
  * result depends on the path by the bf16 rounding of x (relative 2^-9 per term): a row
  * batched with others into a prefill-sized call differs from the row alone by that much.
- * (Rounding x in the decode kernel too was tried on the H200, 2026-11-30: batched and
- * alone then agreed better, but the f16 tiny checkpoint's logits moved from 0.016 to
- * 0.021 of max |logit| against the CPU, past the 2e-2 limit.)
+ * The decode kernel does not round x: batched and alone would then agree better, but the
+ * f16 tiny checkpoint's logits would move past cuda_model_test's 2e-2 limit against the
+ * CPU (figures in bench/RESULTS.md, "Figures moved out of code comments").
  * Row-major out[T, rows] is column-major outᵀ [rows, T], so the cuBLAS call is
  * outᵀ = W(col-major [cols, rows])ᵀ · xᵀ(col-major [cols, T]). Inputs larger than the
  * scratch go in chunks of whole rows. */
@@ -78,9 +78,8 @@ __global__ void __launch_bounds__(GEMV_THREADS, GEMV_MINB)
 }
 
 /* 4 rows a block for T <= 4, 8 above: x's L1/L2 traffic per weight byte halves, at up to
- * 254 registers (one block per SM, no spills). H200, bench/matmul_bench.cu, 2026-11-30:
- * T=8 1894 GB/s with 8 rows vs 1328 with 4 (1499 with 8 rows capped at 128 registers,
- * which spills); T=4 3007 GB/s with 4 rows vs 2384 with 8. */
+ * 254 registers (one block per SM, no spills; capped at 128 registers 8 rows spill). Each
+ * choice is the faster of the two at its T (bench/matmul_bench.cu; bench/RESULTS.md). */
 template <int NT>
 static void gemv(cudaStream_t st, float *out, const float *x, const uint16_t *w, int64_t rows,
                  int64_t cols)
@@ -91,11 +90,8 @@ static void gemv(cudaStream_t st, float *out, const float *x, const uint16_t *w,
     HY_CUDA_CHECK_LAUNCH();
 }
 
-/* Where the GEMV beats cuBLAS (H200, bench/cuda_matmul.cu, 2026-11-30, us at T = 1/2/4/8,
- * GEMV vs cuBLAS): 4096x4096 11.0/9.6/12.4/19.6 vs 26.2/23.0/24.3/23.0; 1024x4096 5.3/4.6/
- * 5.0/6.6 vs 22.8/21.6/21.0/21.6; 14336x4096 28.6/31.3/42.6/67.3 vs 35.3/34.0/34.8/34.2;
- * 4096x14336 29.2/30.7/34.0/50.8 vs 37.2/35.9/35.8/36.7; the head 233/246/343/549 vs
- * 251/252/253/256. So up to 2 rows always, up to GEMV_MAX_T for matrices of at most
+/* Where the GEMV beats cuBLAS (bench/cuda_matmul.cu times the two; the table is in
+ * bench/RESULTS.md): up to 2 rows always, up to GEMV_MAX_T for matrices of at most
  * 4096 x 4096 (q, k, v, o), cuBLAS for the rest. */
 static bool gemv_wins(int64_t rows, int64_t cols, int T)
 {
@@ -122,8 +118,8 @@ static bool gemv_try(cudaStream_t st, float *out, const float *x, const uint16_t
 }
 
 /* An output row count that is not a multiple of 8 (the vocabulary: 128167) makes cuBLAS
- * fall back to a slow pre-Hopper kernel (H200, 2026-11-30: 1.5 ms for the 7B head at 16
- * and at 64 rows, 0.7 TB/s; an aligned leading dimension of C alone did not help). When
+ * fall back to a slow pre-Hopper kernel (a fraction of the bandwidth for the 7B head; an
+ * aligned leading dimension of C alone does not avoid it: bench/RESULTS.md). When
  * W's allocation has zero rows up to a multiple of 8 (padded: weight_upload does that),
  * the product runs over the padded rows into `cbuf` and is copied out compactly. */
 extern "C" bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out,

@@ -5,8 +5,8 @@
  * write (out may be x):
  * - short rows (d <= 512, d % 4 == 0, 16-byte aligned): a warp per row, float4 loads;
  * - long rows (d <= NORM_THREADS * 4 * NORM_VEC, same alignment): a block per row, every
- *   thread's float4s loaded at once (a decode step's 1 x 4096 norm was latency-bound at
- *   17 us with a strided loop: H200, ncu, 2026-11-30);
+ *   thread's float4s loaded at once (a decode step's 1 x 4096 norm is latency-bound: a
+ *   strided loop would wait for each load in turn);
  * - anything else: a block per row with a strided loop (reads x twice). */
 #include "backend/cuda/cuda_impl.h"
 

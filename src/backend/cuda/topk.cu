@@ -6,8 +6,8 @@
  * "better candidate" and the result is deterministic (no ties left to chance).
  * Stage 1: one block per (row, chunk of TOPK_CHUNK ids): each warp keeps its 32 best keys
  * in registers (warp bitonic sort and merge), the warps' lists are merged and the best K
- * written (a full sort of each chunk cost 0.48 ms at 64 rows of 128k: H200, ncu,
- * 2026-11-30). Stage 2: one block per row sorts the
+ * written (cheaper than a full sort of each chunk: most groups of 32 ids are skipped after
+ * one vote; bench/RESULTS.md). Stage 2: one block per row sorts the
  * chunks' K-lists together and writes the best K as (value, id) pairs of 32-bit words
  * (struct hy_cand), best first. */
 #include "backend/cuda/cuda_impl.h"
