@@ -151,3 +151,9 @@ set_tests_properties(translate_keep_lines_test PROPERTIES LABELS unit TIMEOUT 30
 add_test(NAME translate_glossary_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/glossary_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(translate_glossary_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# `hymt translate` on Markdown, SRT, WebVTT and HTML files (issue 18 item 4): markup lines
+# unchanged, text lines translated, --format.
+add_test(NAME translate_format_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/format_cli_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(translate_format_test PROPERTIES LABELS unit TIMEOUT 300)

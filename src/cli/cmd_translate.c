@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "translate/doc.h"
+#include "translate/format.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,6 +41,9 @@ static const struct cli_cmd cmd = {
     "  --keep-lines               one output line per input line, blank lines in place:\n"
     "                             lines are never joined, and a line break the model\n"
     "                             writes inside a translation becomes a space\n"
+    "  --format F                 text, markdown, srt, vtt or html: markup, code, timings\n"
+    "                             and tags are kept, only the text is translated (default:\n"
+    "                             by the file's extension .md .srt .vtt .html, else text)\n"
     "  --glossary FILE            terms to use: CSV or TSV rows source,target (optionally\n"
     "                             source,target,source_lang,target_lang); a segment holding\n"
     "                             terms gets the terminology prompt (HY-MT1.5 models)\n"
@@ -61,7 +65,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *device, *quant, *glossary;
+    const char *model, *to, *from, *out, *device, *quant, *glossary, *format;
     int64_t threads, top_k, seed, max_seg, max_new, context;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
@@ -160,8 +164,11 @@ static char *check_utf8(char *text, size_t *len, const char *path, bool replace)
 }
 
 static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct hy_doc_opts *o,
-                         const char *path, bool replace)
+                         const char *path, const char *format, bool replace)
 {
+    enum hy_format f = format ? HY_FORMAT_TEXT : hy_format_from_path(path);
+    if (format)
+        hy_format_from_name(format, &f, NULL); /* checked in parse_opts */
     size_t len = 0;
     char *text = read_input(path, &len);
     if (text)
@@ -173,7 +180,7 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
     bool tty = isatty(2) && hy_log_level >= HY_LOG_INFO;
     o->progress = tty ? progress_bar : NULL;
     o->progress_ctx = (void *)path;
-    hy_status st = hy_doc_translate(e, tok, text, len, o, &r, &err);
+    hy_status st = hy_format_doc_translate(e, tok, f, text, len, o, &r, &err);
     free(text);
     if (st) {
         fprintf(stderr, "hymt translate: %s: %s\n", path, err.msg);
@@ -214,6 +221,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"keep-lines", CLI_FLAG, &o->keep_lines, 0, 0, false},
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"glossary", CLI_STR, &o->glossary, 0, 0, false},
+        {"format", CLI_STR, &o->format, 0, 0, false},
         {"context", CLI_INT, &o->context, 0, 16, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
@@ -230,6 +238,10 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         return cli_fail(&cmd, "-m MODEL is required");
     if (!o->to)
         return cli_fail(&cmd, "--to LANG is required");
+    enum hy_format f;
+    struct hy_err err = {{0}};
+    if (o->format && hy_format_from_name(o->format, &f, &err))
+        return cli_fail(&cmd, "--format: %s", err.msg);
     return cli_check_device_quant(&cmd, o->device, o->quant);
 }
 
@@ -308,7 +320,8 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
             d->write_ctx = &k;
             rc = 0;
             for (int i = 0; i < (n_files ? n_files : 1); i++)
-                rc |= translate_one(e, tok, d, n_files ? files[i] : "-", o->replace);
+                rc |= translate_one(e, tok, d, n_files ? files[i] : "-", o->format,
+                                    o->replace);
             if (o->out && fclose(k.f) != 0) {
                 fprintf(stderr, "hymt translate: cannot write %s: %s\n", o->out, strerror(errno));
                 rc = 1;
