@@ -193,6 +193,9 @@ static hy_status open_sources(struct conv *c, struct hy_err *err)
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", c->model);
     hy_status s = hy_config_load(&c->cfg, path, err);
+    if (!s && c->cfg.arch != HY_ARCH_DENSE) /* llama.cpp's hy-v3 layout: not written yet */
+        s = hy_err_set(err, HY_E_UNSUPPORTED, "%s: converting hy_v3 to GGUF is not supported "
+                       "yet (hunyuan_v1_dense is)", c->model);
     if (!s)
         s = hy_st_open(&c->st, c->model, err);
     snprintf(path, sizeof path, "%s/tokenizer.json", c->model);

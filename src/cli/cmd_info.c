@@ -40,6 +40,15 @@ static void print_config(const struct hy_config *c)
         printf(" %" PRId64, c->eos_token_id[i]);
     printf("%s\n", c->n_eos ? "" : " (none)");
     printf("dtype (config)    %s\n", c->torch_dtype[0] ? c->torch_dtype : "?");
+    if (c->arch != HY_ARCH_HYV3)
+        return;
+    printf("experts           %" PRId64 " routed (top %" PRId64 ", width %" PRId64 ") + %" PRId64
+           " shared, in %" PRId64 " of %" PRId64 " layers\n", c->num_experts,
+           c->num_experts_per_tok, c->moe_intermediate_size, c->num_shared_experts,
+           c->n_moe_layers, c->num_hidden_layers);
+    printf("routing           sigmoid, top-k by score + expert bias%s, renormalised, x %g\n",
+           c->moe_expert_bias ? "" : " (none stored)", c->router_scaling_factor);
+    printf("qk norm order     before RoPE\n");
 }
 
 static void print_tensors(const struct hy_st *st, bool list)
@@ -122,6 +131,9 @@ int cmd_info(int argc, char **argv)
         print_tensors(m->st, tensors);
     printf("parameters        %" PRId64 " used by the forward pass (%.3f B)\n", m->n_params,
            (double)m->n_params / 1e9);
+    if (m->n_active_params != m->n_params)
+        printf("active            %" PRId64 " a token (%.3f B)\n", m->n_active_params,
+               (double)m->n_active_params / 1e9);
     if (m->lm_head_stored)
         printf("lm_head.weight    stored next to a tied config; %s\n",
                m->lm_head_equal ? "identical to embed_tokens, so the head uses embed_tokens"

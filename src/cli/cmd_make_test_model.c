@@ -6,6 +6,7 @@
  * over a few units, which keeps greedy choices well separated for parity tests. */
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/make_hyv3.h"
 #include "core/log.h"
 #include "formats/safetensors.h"
 
@@ -21,11 +22,14 @@ static const struct cli_cmd cmd = {
     "make-test-model",
     "usage: hymt make-test-model --out DIR [options]\n"
     "\n"
-    "Writes a HunYuanDenseV1 checkpoint with deterministic random weights.\n"
+    "Writes a HunYuanDenseV1 (or, with a hy_v3 preset, a HYV3ForCausalLM mixture-of-experts)\n"
+    "checkpoint with deterministic random weights.\n"
     "\n"
     "  --out DIR           output folder (created; existing model files are replaced)\n"
     "  --preset NAME       tiny (default; 2 layers, hidden 64, vocab 512), 1.8b, 7b\n"
-    "                      (Hunyuan-MT-7B's exact shapes, about 15 GB in bf16)\n"
+    "                      (Hunyuan-MT-7B's exact shapes, about 15 GB in bf16); hy_v3:\n"
+    "                      tiny-hyv3 (4 layers, 8 experts top-2 + a shared one, vocab 512),\n"
+    "                      30b-a3b (Hy-MT2-30B-A3B's shapes, about 60 GB in bf16)\n"
     "  --seed N            random seed (default 1)\n"
     "  --dtype T           bf16 (default), f16 or f32\n"
     "  --untied            separate lm_head.weight (tie_word_embeddings false)\n"
@@ -33,7 +37,8 @@ static const struct cli_cmd cmd = {
     "                      released checkpoints do; it differs from the\n"
     "                      embedding, so transformers (and hymt) use it as the head)\n"
     "  --rope-form F       scaling (default: rope_scaling with alpha, as the released\n"
-    "                      config.json) or parameters (transformers' rope_parameters)\n"
+    "                      config.json) or parameters (transformers' rope_parameters; for\n"
+    "                      hy_v3 also mlp_layer_types: the config transformers >= 5.6 writes)\n"
     "  --layers N --hidden N --heads N --kv-heads N --head-dim N --ffn N --vocab N\n"
     "                      override the preset's shapes\n"
     "  --shard-size BYTES  split into shards of at most this many bytes, with an index\n"
@@ -316,8 +321,14 @@ int cmd_make_test_model(int argc, char **argv)
         return r == CLI_HELP ? 0 : 2;
     if (!out && !k.dry_run)
         return cli_fail(&cmd, "--out DIR is required");
-    if (preset(&k.s, pname))
-        return cli_fail(&cmd, "--preset: unknown preset '%s' (tiny, 1.8b, 7b)", pname);
+    struct hy_hyv3_shape hs;
+    bool hyv3 = hy_hyv3_preset(&hs, pname);
+    if (!hyv3 && preset(&k.s, pname))
+        return cli_fail(&cmd, "--preset: unknown preset '%s' (tiny, 1.8b, 7b, tiny-hyv3, "
+                        "30b-a3b)", pname);
+    if (hyv3) /* the shape flags below override its shapes as they do the dense ones' */
+        k.s = (struct shape){hs.layers, hs.hidden, hs.heads, hs.kv, hs.hd, hs.ffn, hs.vocab, 0,
+                             hs.shard};
     int64_t *dst[] = {&k.s.layers, &k.s.hidden, &k.s.heads, &k.s.kv, &k.s.hd, &k.s.ffn, &k.s.vocab};
     int64_t *src[] = {&ov.layers, &ov.hidden, &ov.heads, &ov.kv, &ov.hd, &ov.ffn, &ov.vocab};
     for (size_t i = 0; i < sizeof dst / sizeof dst[0]; i++)
@@ -343,6 +354,17 @@ int cmd_make_test_model(int argc, char **argv)
     if (k.untied && k.store_head)
         return cli_fail(&cmd, "--untied and --store-lm-head exclude each other");
     k.seed = (uint64_t)seed;
+    if (hyv3) {
+        if (k.untied || k.store_head)
+            return cli_fail(&cmd, "--untied and --store-lm-head do not apply to %s (its head is "
+                            "untied)", pname);
+        if (k.s.layers < 2)
+            return cli_fail(&cmd, "%s needs --layers 2 or more (layer 0 is dense)", pname);
+        hs.layers = k.s.layers, hs.hidden = k.s.hidden, hs.heads = k.s.heads, hs.kv = k.s.kv;
+        hs.hd = k.s.hd, hs.ffn = k.s.ffn, hs.vocab = k.s.vocab, hs.shard = k.s.shard;
+        return hy_hyv3_make(&hs, out, k.seed, k.dtype, !strcmp(rope_form, "parameters"),
+                            k.dry_run);
+    }
     int rc = make(&k, out, !strcmp(rope_form, "parameters"));
     if (!rc && !k.dry_run)
         HY_LOGI("wrote %s: %lld layers, hidden %lld, heads %lld/%lld x %lld, ffn %lld, vocab %lld, "

@@ -1,4 +1,5 @@
 #include "formats/config.h"
+#include "formats/config_hyv3.h"
 
 #include "core/json.h"
 #include "core/log.h"
@@ -19,6 +20,8 @@ static const char *const ARCHITECTURES[] = {"HunYuanDenseV1ForCausalLM"};
  * and the instruction) is about 20 tokens, so 64 positions leave room for one short sentence
  * and its answer. Every released checkpoint has 32768 (GGUF files up to 262144). */
 #define MIN_MAX_POS 64
+#define MODEL_TYPE_HYV3 "hy_v3"
+#define ARCHITECTURE_HYV3 "HYV3ForCausalLM"
 #define DEFAULT_MAX_POS 2048 /* transformers' HunYuanDenseV1Config defaults */
 #define DEFAULT_EPS 1e-5
 #define DEFAULT_THETA 10000.0
@@ -55,8 +58,8 @@ static hy_status read_dims(struct hy_config *c, const json_t *o, struct hy_err *
         if (s != HY_OK)
             return s;
     }
-    if (!has(o, "num_key_value_heads"))
-        c->num_key_value_heads = c->num_attention_heads;
+    if (!has(o, "num_key_value_heads")) /* hy_v3: HYV3Config's default */
+        c->num_key_value_heads = c->arch == HY_ARCH_HYV3 ? 8 : c->num_attention_heads;
     if (!has(o, "org_vocab_size"))
         c->org_vocab_size = c->vocab_size;
     return HY_OK;
@@ -78,6 +81,10 @@ static hy_status read_head_dim(struct hy_config *c, const json_t *o, struct hy_e
                           ahd);
     if (h || a) {
         c->head_dim = h ? hd : ahd;
+        return HY_OK;
+    }
+    if (c->arch == HY_ARCH_HYV3) { /* HYV3Config's default, not hidden / heads */
+        c->head_dim = 128;
         return HY_OK;
     }
     int64_t heads = c->num_attention_heads;
@@ -225,10 +232,12 @@ static void set_defaults(struct hy_config *c)
 
 static hy_status check_model_type(const struct hy_config *c, const char *what, struct hy_err *err)
 {
-    if (c->model_type[0] && strcmp(c->model_type, MODEL_TYPE))
+    bool hyv3 = !strcmp(c->model_type, MODEL_TYPE_HYV3);
+    if ((c->model_type[0] && strcmp(c->model_type, MODEL_TYPE) && !hyv3) ||
+        hyv3 != (c->arch == HY_ARCH_HYV3))
         return hy_err_set(err, HY_E_UNSUPPORTED,
-                          "%s: model_type '%s' is not supported (want " MODEL_TYPE ")", what,
-                          c->model_type);
+                          "%s: model_type '%s' is not supported (want " MODEL_TYPE " or "
+                          MODEL_TYPE_HYV3 ")", what, c->model_type);
     return HY_OK;
 }
 
@@ -238,6 +247,12 @@ static hy_status check_architecture(const struct hy_config *c, const char *what,
 {
     if (!c->architecture[0])
         return HY_OK; /* absent: model_type and the tensors decide */
+    if (c->arch == HY_ARCH_HYV3) /* model_type hy_v3 takes its own class only */
+        return strcmp(c->architecture, ARCHITECTURE_HYV3)
+                   ? hy_err_set(err, HY_E_UNSUPPORTED, "%s: architectures '%s' is not "
+                                "supported with model_type hy_v3 (want " ARCHITECTURE_HYV3 ")",
+                                what, c->architecture)
+                   : HY_OK;
     for (size_t i = 0; i < N_ARCHITECTURES; i++)
         if (!strcmp(c->architecture, ARCHITECTURES[i]))
             return HY_OK;
@@ -261,6 +276,8 @@ static hy_status from_json(struct hy_config *cfg, const json_t *o, const char *w
     struct hy_config c;
     set_defaults(&c);
     hy_status s = read_strings(&c, o, err);
+    if (s == HY_OK && !strcmp(c.model_type, MODEL_TYPE_HYV3))
+        hy_config_hyv3_defaults(&c);
     if (s == HY_OK) { /* before the dims, so that another model's file says what it is */
         s = check_model_type(&c, what, err);
         if (s == HY_OK)
@@ -278,6 +295,8 @@ static hy_status from_json(struct hy_config *cfg, const json_t *o, const char *w
         s = read_flags(&c, o, err);
     if (s == HY_OK)
         s = read_rope(&c, o, err);
+    if (s == HY_OK && c.arch == HY_ARCH_HYV3)
+        s = hy_config_hyv3_read(&c, o, err);
     if (s != HY_OK) {
         hy_err_prefix(err, "%s", what);
         return s;
@@ -341,7 +360,7 @@ static hy_status check_dims(const struct hy_config *c, const char *what, struct 
         {"org_vocab_size", c->org_vocab_size, 1, 1 << 24},
         {"hidden_size", c->hidden_size, 1, 65536},
         {"intermediate_size", c->intermediate_size, 1, 1 << 20},
-        {"num_hidden_layers", c->num_hidden_layers, 1, 1024},
+        {"num_hidden_layers", c->num_hidden_layers, 1, HY_CONFIG_MAX_LAYERS},
         {"num_attention_heads", c->num_attention_heads, 1, 1024},
         {"num_key_value_heads", c->num_key_value_heads, 1, c->num_attention_heads},
         {"head_dim", c->head_dim, 2, 1024},
@@ -449,6 +468,8 @@ hy_status hy_config_validate(struct hy_config *cfg, const char *what, struct hy_
         s = check_tokens(cfg, what, err);
     if (s == HY_OK)
         s = set_rope_base(cfg, what, err);
+    if (s == HY_OK && cfg->arch == HY_ARCH_HYV3)
+        s = hy_config_hyv3_check(cfg, what, err);
     return s;
 }
 

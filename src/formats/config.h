@@ -1,4 +1,5 @@
-/* config.h: HunYuanDenseV1 config.json, parsed and validated.
+/* config.h: HunYuanDenseV1 and hy_v3 (HYV3ForCausalLM, the mixture of experts of
+ * Hy-MT2-30B-A3B) config.json, parsed and validated.
  * Accepts the real checkpoint form ("rope_scaling": {"type": "dynamic", "alpha": ...}) and
  * transformers' newer "rope_parameters": {"rope_type", "rope_theta", "alpha", ...} form, and
  * computes the effective RoPE base (model doc 3.3). Every value from the file is checked:
@@ -22,6 +23,14 @@
 
 #define HY_CONFIG_MAX_BYTES (1u << 20) /* config.json larger than this is rejected */
 #define HY_CONFIG_MAX_EOS 8
+#define HY_CONFIG_MAX_LAYERS 1024 /* num_hidden_layers above this is rejected */
+#define HY_CONFIG_MAX_TOPK 64     /* num_experts_per_tok above this is rejected */
+
+/* Which forward pass a config describes (model_type). */
+enum hy_arch {
+    HY_ARCH_DENSE = 0, /* hunyuan_v1_dense */
+    HY_ARCH_HYV3 = 1,  /* hy_v3: config_hyv3.h has the keys read and their checks */
+};
 
 struct hy_config {
     char model_type[64];          /* "hunyuan_v1_dense" */
@@ -54,6 +63,20 @@ struct hy_config {
     int n_eos;                    /* eos_token_id may be an int or a list */
     int64_t eos_token_id[HY_CONFIG_MAX_EOS];
     char torch_dtype[32];         /* torch_dtype or dtype; "" when absent */
+
+    /* hy_v3 (arch HY_ARCH_HYV3); all zero for hunyuan_v1_dense. */
+    enum hy_arch arch;
+    bool qk_norm_before_rope;     /* hy_v3: QK RMSNorm, then RoPE (dense: RoPE first) */
+    int64_t num_experts;          /* routed experts */
+    int64_t num_experts_per_tok;  /* top-k, <= HY_CONFIG_MAX_TOPK */
+    int64_t num_shared_experts;   /* the always-on expert is this many widths wide */
+    int64_t moe_intermediate_size; /* width of one expert (= expert_hidden_dim) */
+    double router_scaling_factor; /* renormalised top-k weights are multiplied by it */
+    bool moe_expert_bias;         /* a selection-only bias per expert is stored */
+    bool enable_lm_head_fp32;     /* recorded; hymt computes every head in float32 */
+    bool enable_moe_fp32_combine; /* recorded; hymt adds expert outputs in float32 */
+    int64_t n_moe_layers;         /* layers with layer_moe set */
+    unsigned char layer_moe[HY_CONFIG_MAX_LAYERS]; /* 1: MoE layer, 0: dense SwiGLU */
 };
 
 /* Reads dir/config.json (or a path to a .json file). */

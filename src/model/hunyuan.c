@@ -1,8 +1,10 @@
 /* hunyuan.c: the HunYuanDenseV1 forward pass (model doc 3.1), one step per line, batched
- * over sequences with K/V in a paged pool.
+ * over sequences with K/V in a paged pool; hy_v3 runs it too, with QK-norm before RoPE and
+ * its mixture-of-experts block in the sparse layers (hy_v3.h).
  * Shapes: T tokens in the step, d = hidden, hd = head_dim, H = query heads, Hkv = KV heads,
  * F = ffn, kvd = Hkv*hd. */
 #include "model/hunyuan.h"
+#include "model/hy_v3.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -40,7 +42,8 @@ static void dump(const struct step *st, const char *name, int layer, const float
 }
 
 /* RoPE on q and k, then (HunYuan quirk) QK-norm after RoPE, per head over hd values,
- * then K and V rows into the paged pool; in one op when the backend has it. */
+ * then K and V rows into the paged pool; in one op when the backend has it. hy_v3 norms
+ * first, then rotates (cfg.qk_norm_before_rope). */
 static void rope_norm_store(const struct step *st, int il)
 {
     const struct hy_config *cf = &st->m->cfg;
@@ -51,6 +54,17 @@ static void rope_norm_store(const struct step *st, int il)
     const int T = st->T, hd = (int)cf->head_dim;
     const int H = (int)cf->num_attention_heads, Hkv = (int)cf->num_key_value_heads;
     const float eps = (float)cf->rms_norm_eps;
+    if (cf->qk_norm_before_rope) {
+        op->rmsnorm(be, s->q, s->q, &l->q_norm, (int64_t)T * H, hd, eps);
+        op->rmsnorm(be, s->k, s->k, &l->k_norm, (int64_t)T * Hkv, hd, eps);
+        dump(st, "q_norm", il, s->q, T, (int64_t)H * hd);
+        op->rope(be, s->q, s->pos, T, H, hd, st->m->inv_freq);
+        op->rope(be, s->k, s->pos, T, Hkv, hd, st->m->inv_freq);
+        dump(st, "q_rope", il, s->q, T, (int64_t)H * hd);
+        op->kv_store(be, st->kv->k[il], s->k, s->slots, T, st->kv->kvd);
+        op->kv_store(be, st->kv->v[il], s->v, s->slots, T, st->kv->kvd);
+        return;
+    }
     if (st->fuse && op->rope_norm_store) {
         op->rope_norm_store(be, s->q, s->k, s->v, s->pos, s->slots, T, H, Hkv, hd,
                             st->m->inv_freq, cf->use_qk_norm ? &l->q_norm : NULL,
@@ -109,10 +123,14 @@ static void ffn_block(const struct step *st, int il)
     const int64_t F = cf->intermediate_size;
 
     norm_in(st, &l->ffn_norm, st->fuse);
-    op->matmul(be, s->gate, s->h, &l->w_gate, T); /* [T, F] */
-    op->matmul(be, s->up, s->h, &l->w_up, T);     /* [T, F] */
-    op->silu_mul(be, s->gate, s->gate, s->up, (int64_t)T * F);
-    op->matmul(be, s->h, s->gate, &l->w_down, T); /* [T, d] */
+    if (l->moe) {
+        hy_v3_moe_block(st->m, s, il, T); /* [T, d] */
+    } else {
+        op->matmul(be, s->gate, s->h, &l->w_gate, T); /* [T, F] */
+        op->matmul(be, s->up, s->h, &l->w_up, T);     /* [T, F] */
+        op->silu_mul(be, s->gate, s->gate, s->up, (int64_t)T * F);
+        op->matmul(be, s->h, s->gate, &l->w_down, T); /* [T, d] */
+    }
     dump(st, "ffn_out", il, s->h, T, d);
     if (!st->fuse) {
         op->add(be, s->x, s->h, (int64_t)T * d);

@@ -1,4 +1,5 @@
-/* hunyuan.h: a HunYuanDenseV1 model (config + weights on a backend) and its forward pass.
+/* hunyuan.h: a HunYuanDenseV1 or hy_v3 model (config + weights on a backend) and the forward
+ * pass they share (hy_v3's own parts, the mixture of experts: model/hy_v3.h).
  * hy_model_load reads DIR/config.json and the safetensors checkpoint, checks every tensor
  * the config needs is present with the right shape and a supported dtype, and keeps the
  * weights where they lie (mmapped for the CPU backend). A tied config with a stored
@@ -21,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct hy_moe_weights;
+
 struct hy_layer_weights {
     struct hy_weight attn_norm; /* [hidden] input_layernorm */
     struct hy_weight wq;        /* [n_head*hd, hidden] */
@@ -33,6 +36,7 @@ struct hy_layer_weights {
     struct hy_weight w_gate;    /* [ffn, hidden] */
     struct hy_weight w_up;      /* [ffn, hidden] */
     struct hy_weight w_down;    /* [hidden, ffn] */
+    const struct hy_moe_weights *moe; /* hy_v3 MoE layer (then w_gate..w_down unset); else NULL */
 };
 
 /* The tensors of a decoder layer, in binding order: their names in a transformers
@@ -64,6 +68,8 @@ struct hy_model {
     bool weights_uploaded;           /* weights copied by be->i->weight_upload (freed here) */
     bool weights_quantized;          /* projections quantized into backend memory (freed here) */
     int64_t n_params;                /* parameters used by the forward pass */
+    int64_t n_active_params;         /* ... of which one token uses (= n_params when dense) */
+    struct hy_moe_weights *moe;      /* hy_v3: [cfg.n_moe_layers], owned (hy_v3.c); else NULL */
 };
 
 /* Optional per-layer tensor dump for debugging numerics: called with each named
@@ -122,6 +128,7 @@ struct hy_scratch {
     int graph_max_blocks;
     const struct hy_kvstore *graph_kv; /* the pool recorded steps use (set at the first) */
     struct hy_batch_seq *pad_seqs; /* host [max_seqs]: a decode step padded to its key */
+    struct hy_moe_scratch *moe;    /* hy_v3's routing buffers (hy_v3.c); else NULL */
     hy_dump_fn dump;
     void *dump_ctx;
 };
@@ -145,6 +152,10 @@ struct hy_ctx {
 
 hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
                         struct hy_err *err);
+/* For the loaders of src/model/: binds tensor `name` of st to *w with the shape (rows, cols)
+ * the config needs (rows 0: a vector of cols); HY_E_FORMAT naming the file and tensor. */
+hy_status hy_model_bind_st(struct hy_weight *w, const struct hy_st *st, const char *name,
+                           int64_t rows, int64_t cols, struct hy_err *err);
 
 /* Load options. A zeroed struct loads the weights as stored (hy_model_load). */
 struct hy_model_opts {

@@ -3,6 +3,7 @@
 #include "formats/safetensors.h"
 #include "model/load_gguf.h"
 #include "model/hunyuan.h"
+#include "model/hy_v3.h"
 #include "model/load_quant.h"
 
 #include "core/log.h"
@@ -18,6 +19,12 @@
 /* Binds tensor `name` with the expected shape (rows, cols; rows == 0 means a vector). */
 static hy_status bind(struct hy_weight *w, const struct hy_st *st, const char *name,
                       int64_t rows, int64_t cols, struct hy_err *err)
+{
+    return hy_model_bind_st(w, st, name, rows, cols, err);
+}
+
+hy_status hy_model_bind_st(struct hy_weight *w, const struct hy_st *st, const char *name,
+                           int64_t rows, int64_t cols, struct hy_err *err)
 {
     const struct hy_st_tensor *t = hy_st_find(st, name);
     if (!t)
@@ -431,13 +438,16 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     hy_status s = gguf ? hy_model_bind_gguf(m, dir, err) : hy_config_load(&m->cfg, path, err);
     if (!s && !gguf)
         s = hy_st_open(&m->st, dir, err);
-    if (!s && !gguf) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
+    const bool hyv3 = !s && m->cfg.arch == HY_ARCH_HYV3;
+    if (hyv3) /* its own tensors, weights and limits (hy_v3.h) */
+        s = hy_v3_bind(m, quant, err);
+    if (!s && !gguf && !hyv3) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
         s = hy_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
-    if (!s && !gguf)
+    if (!s && !gguf && !hyv3)
         s = bind_all(m, err);
-    if (!s)
+    if (!s && !hyv3)
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
-    if (!s)
+    if (!s && !hyv3)
         s = upload_weights(m, err);
     if (!s) {
         size_t bytes = (size_t)(m->cfg.head_dim / 2) * sizeof(float);
@@ -453,6 +463,8 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
         hy_model_destroy(m);
         return s;
     }
+    if (!m->n_active_params)
+        m->n_active_params = m->n_params;
     *out = m;
     return HY_OK;
 }
@@ -467,6 +479,7 @@ void hy_model_destroy(struct hy_model *m)
         free_weights(m);
     if (m->weights_quantized)
         free_quantized(m);
+    hy_v3_unbind(m);
     free(m->layers);
     hy_st_close(m->st);
     hy_gguf_close(m->gguf);

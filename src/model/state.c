@@ -1,6 +1,7 @@
 /* state.c: the memory the forward pass runs in (paged KV storage, step scratch) and the
  * single-sequence context built on them. Everything is allocated at creation. */
 #include "model/hunyuan.h"
+#include "model/hy_v3.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,8 +95,11 @@ hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, i
     s->k = balloc(m->be, T * kvd, &ok);
     s->v = balloc(m->be, T * kvd, &ok);
     s->att = balloc(m->be, T * qd, &ok);
-    s->gate = balloc(m->be, T * (size_t)cf->intermediate_size, &ok);
-    s->up = balloc(m->be, T * (size_t)cf->intermediate_size, &ok);
+    size_t F = (size_t)cf->intermediate_size; /* hy_v3: also its experts' SwiGLUs */
+    if ((size_t)(cf->moe_intermediate_size * cf->num_shared_experts) > F)
+        F = (size_t)(cf->moe_intermediate_size * cf->num_shared_experts);
+    s->gate = balloc(m->be, T * F, &ok);
+    s->up = balloc(m->be, T * F, &ok);
     s->logits = balloc(m->be, (size_t)max_logits * (size_t)cf->vocab_size, &ok);
     s->ids = calloc(T, sizeof *s->ids);
     s->pos = calloc(T, sizeof *s->pos);
@@ -116,6 +120,11 @@ hy_status hy_scratch_create(struct hy_scratch **out, const struct hy_model *m, i
         hy_scratch_destroy(s, m);
         return hy_err_set(err, HY_E_NOMEM, "out of memory for a %d-token step", max_tokens);
     }
+    hy_status st = hy_v3_scratch_create(s, m, err);
+    if (st) {
+        hy_scratch_destroy(s, m);
+        return st;
+    }
     *out = s;
     return HY_OK;
 }
@@ -133,6 +142,7 @@ void hy_scratch_destroy(struct hy_scratch *s, const struct hy_model *m)
     free(s->rows);
     free(s->aseqs);
     free(s->pad_seqs);
+    hy_v3_scratch_destroy(s, m);
     if (m->be->i->step_forget)
         m->be->i->step_forget(m->be, s);
     bfree(m->be, s->cand);

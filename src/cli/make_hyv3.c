@@ -1,0 +1,281 @@
+/* make_hyv3.c: hy_v3 checkpoints for tests and benchmarks (make_hyv3.h). Weights as the
+ * dense presets' (cmd_make_test_model.c): norms in [0.5, 1.5], matrices with standard
+ * deviation 1/sqrt(in) (o_proj and down_proj 3/sqrt(in)), embedding and head 4/sqrt(hidden);
+ * the selection bias (float32, as released) in [-0.1, 0.1], enough to change some top-k
+ * choices of sigmoid scores, so tests see it. */
+#include "cli/make_hyv3.h"
+
+#include "core/log.h"
+#include "formats/safetensors.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mkv3 {
+    const struct hy_hyv3_shape *s;
+    enum hy_dtype dtype;
+    uint64_t seed;
+    struct hy_st_wtensor *t;
+    char (*names)[HY_ST_MAX_NAME];
+    size_t n;
+    float tmp[1 << 14];
+};
+
+bool hy_hyv3_preset(struct hy_hyv3_shape *s, const char *name)
+{
+    static const struct {
+        const char *name;
+        struct hy_hyv3_shape s;
+    } presets[] = {
+        /* 1 dense + 3 MoE layers; q width 4 x 32 != hidden, as the real model's */
+        {"tiny-hyv3", {4, 64, 4, 2, 32, 128, 512, 8, 2, 32, 1, 1, 0}},
+        /* Hy-MT2-30B-A3B (model doc 2.3): about 60 GB in bf16 */
+        {"30b-a3b", {48, 2048, 32, 4, 128, 6912, 120832, 128, 8, 768, 1, 1, 5000000000LL}},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(name, presets[i].name)) {
+            *s = presets[i].s;
+            return true;
+        }
+    return false;
+}
+
+static void add(struct mkv3 *k, enum hy_dtype dt, int64_t rows, int64_t cols, const char *fmt,
+                int64_t layer, int64_t expert)
+{
+    struct hy_st_wtensor *t = &k->t[k->n];
+    snprintf(k->names[k->n], HY_ST_MAX_NAME, fmt, (long long)layer, (long long)expert);
+    t->name = k->names[k->n];
+    t->dtype = dt;
+    t->n_dims = rows ? 2 : 1;
+    t->shape[0] = rows ? rows : cols;
+    t->shape[1] = cols;
+    k->n++;
+}
+
+static void add_swiglu(struct mkv3 *k, int64_t f, const char *p, int64_t i, int64_t e)
+{
+    char fmt[128];
+    const int64_t d = k->s->hidden;
+    snprintf(fmt, sizeof fmt, "model.layers.%%lld.%s.gate_proj.weight", p);
+    add(k, k->dtype, f, d, fmt, i, e);
+    snprintf(fmt, sizeof fmt, "model.layers.%%lld.%s.up_proj.weight", p);
+    add(k, k->dtype, f, d, fmt, i, e);
+    snprintf(fmt, sizeof fmt, "model.layers.%%lld.%s.down_proj.weight", p);
+    add(k, k->dtype, d, f, fmt, i, e);
+}
+
+static void list_tensors(struct mkv3 *k)
+{
+    const struct hy_hyv3_shape *s = k->s;
+    const int64_t d = s->hidden, qd = s->heads * s->hd, kvd = s->kv * s->hd;
+    add(k, k->dtype, s->vocab, d, "model.embed_tokens.weight", 0, 0);
+    for (int64_t i = 0; i < s->layers; i++) {
+        add(k, k->dtype, 0, d, "model.layers.%lld.input_layernorm.weight", i, 0);
+        add(k, k->dtype, qd, d, "model.layers.%lld.self_attn.q_proj.weight", i, 0);
+        add(k, k->dtype, kvd, d, "model.layers.%lld.self_attn.k_proj.weight", i, 0);
+        add(k, k->dtype, kvd, d, "model.layers.%lld.self_attn.v_proj.weight", i, 0);
+        add(k, k->dtype, d, qd, "model.layers.%lld.self_attn.o_proj.weight", i, 0);
+        add(k, k->dtype, 0, s->hd, "model.layers.%lld.self_attn.q_norm.weight", i, 0);
+        add(k, k->dtype, 0, s->hd, "model.layers.%lld.self_attn.k_norm.weight", i, 0);
+        add(k, k->dtype, 0, d, "model.layers.%lld.post_attention_layernorm.weight", i, 0);
+        if (i < s->dense_layers) {
+            add_swiglu(k, s->ffn, "mlp", i, 0);
+            continue;
+        }
+        add(k, k->dtype, s->experts, d, "model.layers.%lld.mlp.router.gate.weight", i, 0);
+        add(k, HY_DTYPE_F32, 0, s->experts, "model.layers.%lld.mlp.expert_bias", i, 0);
+        for (int64_t e = 0; e < s->experts; e++)
+            add_swiglu(k, s->moe_ffn, "mlp.experts.%lld", i, e);
+        add_swiglu(k, s->moe_ffn * s->shared, "mlp.shared_mlp", i, 0);
+    }
+    add(k, k->dtype, 0, d, "model.norm.weight", 0, 0);
+    add(k, k->dtype, s->vocab, d, "lm_head.weight", 0, 0);
+}
+
+static uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
+{
+    struct mkv3 *k = ctx;
+    const struct hy_st_wtensor *t = &k->t[i];
+    size_t n = nbytes / hy_dtype_size(t->dtype);
+    uint64_t state = mix(k->seed * 0x9e3779b97f4a7c15ull ^ hash_str(t->name));
+    bool bias = strstr(t->name, "expert_bias") != NULL, norm = t->n_dims == 1 && !bias;
+    bool embed = strstr(t->name, "embed_tokens") || strstr(t->name, "lm_head");
+    bool out_proj = strstr(t->name, "o_proj") || strstr(t->name, "down_proj");
+    double std = embed      ? 4.0 / sqrt((double)k->s->hidden)
+                 : out_proj ? 3.0 / sqrt((double)t->shape[1])
+                            : 1.0 / sqrt((double)t->shape[1]);
+    double a = bias ? 0.1 : norm ? 0.5 : std * sqrt(3.0), off = norm ? 1.0 : 0.0;
+    const size_t chunk = sizeof k->tmp / sizeof k->tmp[0];
+    for (size_t done = 0; done < n; done += chunk) {
+        size_t m = n - done < chunk ? n - done : chunk;
+        for (size_t j = 0; j < m; j++) {
+            state += 0x9e3779b97f4a7c15ull;
+            double u = (double)(mix(state) >> 11) * 0x1.0p-53; /* [0,1) */
+            k->tmp[j] = (float)(off + a * (2.0 * u - 1.0));
+        }
+        hy_dtype_from_f32((char *)buf + done * hy_dtype_size(t->dtype), k->tmp, t->dtype, m);
+    }
+    (void)err;
+    return HY_OK;
+}
+
+static int write_json(json_t *j, const char *dir, const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    int rc = j ? json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : -1;
+    json_decref(j);
+    if (rc)
+        fprintf(stderr, "hymt make-test-model: cannot write %s\n", path);
+    return rc ? 1 : 0;
+}
+
+/* The MoE keys: both forms carry transformers' names; the released one adds Tencent's. */
+static json_t *moe_keys(const struct hy_hyv3_shape *s, bool transformers_form)
+{
+    json_t *c = json_pack("{s:I, s:I, s:I, s:I, s:f, s:b}", "num_experts", (json_int_t)s->experts,
+                          "num_experts_per_tok", (json_int_t)s->topk, "num_shared_experts",
+                          (json_int_t)s->shared, "moe_intermediate_size", (json_int_t)s->moe_ffn,
+                          "router_scaling_factor", 2.826, "enable_moe_fp32_combine", 0);
+    if (!c)
+        return NULL;
+    if (transformers_form) {
+        json_t *types = json_array();
+        for (int64_t i = 0; i < s->layers; i++)
+            json_array_append_new(types, json_string(i < s->dense_layers ? "dense" : "sparse"));
+        json_object_set_new(c, "mlp_layer_types", types);
+        json_object_set_new(c, "rope_parameters", json_pack("{s:s, s:f}", "rope_type", "default",
+                                                            "rope_theta", 11158840.0));
+        return c;
+    }
+    json_t *t = json_pack("{s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:f, s:n}", "expert_hidden_dim",
+                          (json_int_t)s->moe_ffn, "first_k_dense_replace",
+                          (json_int_t)s->dense_layers, "moe_router_use_sigmoid", 1,
+                          "moe_router_enable_expert_bias", 1, "route_norm", 1, "qk_norm", 1,
+                          "enable_lm_head_fp32", 1, "enable_attention_fp32_softmax", 0,
+                          "rope_theta", 11158840.0, "rope_scaling");
+    if (t)
+        json_object_update(c, t);
+    json_decref(t);
+    return c;
+}
+
+/* Special ids laid out as the dense presets' (the tiny test tokenizer's, vocab - 16 on). */
+static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy_dtype dt,
+                         bool transformers_form)
+{
+    const int64_t S = s->vocab >= 1024 ? s->vocab - 210 : s->vocab - 16;
+    const char *dts = dt == HY_DTYPE_F32 ? "float32" : dt == HY_DTYPE_F16 ? "float16" : "bfloat16";
+    json_t *c = json_pack(
+        "{s:[s], s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:I, s:b, s:b, s:b, s:f, "
+        "s:I, s:I, s:I, s:s, s:s}",
+        "architectures", "HYV3ForCausalLM", "model_type", "hy_v3", "vocab_size",
+        (json_int_t)s->vocab, "hidden_size", (json_int_t)s->hidden, "intermediate_size",
+        (json_int_t)s->ffn, "num_hidden_layers", (json_int_t)s->layers, "num_attention_heads",
+        (json_int_t)s->heads, "num_key_value_heads", (json_int_t)s->kv, "head_dim",
+        (json_int_t)s->hd, "hidden_act", "silu", "rms_norm_eps", 1e-5,
+        "max_position_embeddings", (json_int_t)262144, "tie_word_embeddings", 0,
+        "attention_bias", 0, "mlp_bias", 0, "initializer_range", 0.006, "bos_token_id",
+        (json_int_t)(S + 1), "eos_token_id", (json_int_t)(S + 3), "pad_token_id",
+        (json_int_t)(S + 4), "torch_dtype", dts, "transformers_version",
+        transformers_form ? "5.17.0" : "4.57.1");
+    json_t *m = moe_keys(s, transformers_form);
+    if (c && m)
+        json_object_update(c, m);
+    json_decref(m);
+    if (write_json(c, dir, "config.json"))
+        return 1;
+    json_t *g = json_pack("{s:I, s:I, s:I, s:b, s:f, s:f, s:I}", "bos_token_id",
+                          (json_int_t)(S + 1), "eos_token_id", (json_int_t)(S + 3),
+                          "pad_token_id", (json_int_t)(S + 4), "do_sample", 1, "temperature",
+                          0.7, "top_p", 1.0, "top_k", (json_int_t)-1);
+    return write_json(g, dir, "generation_config.json");
+}
+
+static void summary(const struct mkv3 *k)
+{
+    const struct hy_hyv3_shape *s = k->s;
+    uint64_t elems = 0, bytes = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        uint64_t e = 1;
+        for (int d = 0; d < k->t[i].n_dims; d++)
+            e *= (uint64_t)k->t[i].shape[d];
+        elems += e;
+        bytes += e * hy_dtype_size(k->t[i].dtype);
+    }
+    uint64_t expert = 3 * (uint64_t)s->hidden * (uint64_t)s->moe_ffn;
+    uint64_t idle = (uint64_t)(s->layers - s->dense_layers) * (uint64_t)(s->experts - s->topk) *
+                    expert;
+    printf("%zu tensors, %llu parameters (%llu active a token), %llu bytes\n", k->n,
+           (unsigned long long)elems, (unsigned long long)(elems - idle),
+           (unsigned long long)bytes);
+}
+
+int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
+                 enum hy_dtype dtype, bool transformers_form, bool dry_run)
+{
+    if (!dry_run && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "hymt make-test-model: cannot create %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    size_t cap = (size_t)(s->layers * (16 + 3 * s->experts) + 3);
+    struct mkv3 *k = calloc(1, sizeof *k);
+    int rc = 1;
+    if (k) {
+        k->s = s;
+        k->dtype = dtype;
+        k->seed = seed;
+        k->t = calloc(cap, sizeof *k->t);
+        k->names = calloc(cap, sizeof *k->names);
+    }
+    if (k && k->t && k->names) {
+        list_tensors(k);
+        HY_ASSERT(k->n <= cap);
+        rc = 0;
+        if (!dry_run) {
+            char p[4096];
+            snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+            unlink(p);
+            snprintf(p, sizeof p, "%s/model.safetensors", dir);
+            unlink(p);
+            struct hy_err err = {{0}};
+            rc = write_configs(s, dir, dtype, transformers_form);
+            if (!rc && hy_st_write(dir, k->t, k->n, (uint64_t)s->shard, fill, k, &err)) {
+                fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
+                rc = 1;
+            }
+        }
+        if (!rc)
+            summary(k);
+    } else {
+        fprintf(stderr, "hymt make-test-model: out of memory\n");
+    }
+    if (k) {
+        free(k->t);
+        free(k->names);
+    }
+    free(k);
+    return rc;
+}

@@ -1,0 +1,289 @@
+/* hy_v3.c: hy_v3's tensors and its mixture-of-experts block (hy_v3.h has the contract). */
+#include "model/hy_v3.h"
+
+#include "backend/cpu/moe.h"
+#include "formats/safetensors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hy_moe_scratch {
+    float *logits;         /* backend [T, E] router logits */
+    float *xe, *ye;        /* backend [T, hidden]: one expert's routed rows, its output */
+    float *acc;            /* backend [T, hidden]: the block's sum */
+    int32_t *ids, *rows;   /* host [T*k] */
+    float *w, *rw;         /* host [T*k] */
+    int32_t *off;          /* host [E+1] */
+};
+
+/* Binds name (printf-style with the layer index) and checks the dtype the ops read. */
+static hy_status bindf(struct hy_weight *w, const struct hy_st *st, int64_t rows, int64_t cols,
+                       struct hy_err *err, const char *fmt, int layer, int expert)
+{
+    char name[HY_ST_MAX_NAME];
+    snprintf(name, sizeof name, fmt, layer, expert);
+    hy_status s = hy_model_bind_st(w, st, name, rows, cols, err);
+    if (!s && w->dtype != HY_DTYPE_F32 && w->dtype != HY_DTYPE_F16 && w->dtype != HY_DTYPE_BF16)
+        s = hy_err_set(err, HY_E_UNSUPPORTED, "tensor %s is %s; hy_v3 reads F32, F16 and BF16",
+                       name, hy_dtype_name(w->dtype));
+    return s;
+}
+
+static hy_status bind_attn(struct hy_layer_weights *l, const struct hy_st *st,
+                           const struct hy_config *c, int i, struct hy_err *err)
+{
+    const int64_t d = c->hidden_size, hd = c->head_dim;
+    const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
+    const struct {
+        struct hy_weight *w;
+        int64_t rows, cols;
+        const char *name;
+    } t[] = {
+        {&l->attn_norm, 0, d, "model.layers.%d.input_layernorm.weight"},
+        {&l->wq, qd, d, "model.layers.%d.self_attn.q_proj.weight"},
+        {&l->wk, kvd, d, "model.layers.%d.self_attn.k_proj.weight"},
+        {&l->wv, kvd, d, "model.layers.%d.self_attn.v_proj.weight"},
+        {&l->q_norm, 0, hd, "model.layers.%d.self_attn.q_norm.weight"},
+        {&l->k_norm, 0, hd, "model.layers.%d.self_attn.k_norm.weight"},
+        {&l->wo, d, qd, "model.layers.%d.self_attn.o_proj.weight"},
+        {&l->ffn_norm, 0, d, "model.layers.%d.post_attention_layernorm.weight"},
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        hy_status s = bindf(t[k].w, st, t[k].rows, t[k].cols, err, t[k].name, i, 0);
+        if (s)
+            return s;
+    }
+    return HY_OK;
+}
+
+/* A SwiGLU's three matrices under prefix "model.layers.%d.<p>" (%d: layer, then expert). */
+static hy_status bind_swiglu(struct hy_weight *g, struct hy_weight *u, struct hy_weight *dn,
+                             const struct hy_st *st, int64_t d, int64_t f, const char *p, int i,
+                             int e, struct hy_err *err)
+{
+    char fmt[160];
+    snprintf(fmt, sizeof fmt, "model.layers.%%d.%s.gate_proj.weight", p);
+    hy_status s = bindf(g, st, f, d, err, fmt, i, e);
+    snprintf(fmt, sizeof fmt, "model.layers.%%d.%s.up_proj.weight", p);
+    if (!s)
+        s = bindf(u, st, f, d, err, fmt, i, e);
+    snprintf(fmt, sizeof fmt, "model.layers.%%d.%s.down_proj.weight", p);
+    if (!s)
+        s = bindf(dn, st, d, f, err, fmt, i, e);
+    return s;
+}
+
+/* The selection bias as float32 host memory (zeros when the config says none is stored). */
+static hy_status bind_bias(struct hy_moe_weights *mw, const struct hy_st *st,
+                           const struct hy_config *c, int i, struct hy_err *err)
+{
+    const int64_t E = c->num_experts;
+    mw->bias = calloc((size_t)E, sizeof *mw->bias);
+    if (!mw->bias)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    if (!c->moe_expert_bias)
+        return HY_OK;
+    struct hy_weight b;
+    hy_status s = bindf(&b, st, 0, E, err, "model.layers.%d.mlp.expert_bias", i, 0);
+    if (!s)
+        hy_dtype_to_f32(mw->bias, b.data, b.dtype, (size_t)E);
+    return s;
+}
+
+static hy_status bind_moe(struct hy_moe_weights *mw, const struct hy_st *st,
+                          const struct hy_config *c, int i, struct hy_err *err)
+{
+    const int64_t d = c->hidden_size, f = c->moe_intermediate_size;
+    hy_status s = bindf(&mw->router, st, c->num_experts, d, err,
+                        "model.layers.%d.mlp.router.gate.weight", i, 0);
+    if (!s)
+        s = bind_bias(mw, st, c, i, err);
+    if (!s)
+        s = bind_swiglu(&mw->sh_gate, &mw->sh_up, &mw->sh_down, st, d, f * c->num_shared_experts,
+                        "mlp.shared_mlp", i, 0, err);
+    for (int e = 0; !s && e < c->num_experts; e++)
+        s = bind_swiglu(&mw->gate[e], &mw->up[e], &mw->down[e], st, d, f, "mlp.experts.%d", i, e,
+                        err);
+    return s;
+}
+
+static int64_t elems(const struct hy_weight *w) { return w->rows * w->cols; }
+
+/* Parameters: all of them, and those one token uses (k of the E experts a MoE layer). */
+static void count_params(struct hy_model *m)
+{
+    const struct hy_config *c = &m->cfg;
+    int64_t n = elems(&m->tok_embd) + elems(&m->out_norm) + elems(&m->lm_head), idle = 0;
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        const struct hy_layer_weights *l = &m->layers[i];
+        const struct hy_weight *ws[] = {&l->attn_norm, &l->wq, &l->wk,     &l->wv,
+                                        &l->q_norm,    &l->k_norm, &l->wo, &l->ffn_norm};
+        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++)
+            n += elems(ws[k]);
+        if (!l->moe) {
+            n += elems(&l->w_gate) + elems(&l->w_up) + elems(&l->w_down);
+            continue;
+        }
+        const struct hy_moe_weights *mw = l->moe;
+        int64_t expert = elems(&mw->gate[0]) + elems(&mw->up[0]) + elems(&mw->down[0]);
+        n += elems(&mw->router) + c->num_experts + c->num_experts * expert + elems(&mw->sh_gate) +
+             elems(&mw->sh_up) + elems(&mw->sh_down);
+        idle += (c->num_experts - c->num_experts_per_tok) * expert;
+    }
+    m->n_params = n;
+    m->n_active_params = n - idle;
+}
+
+static hy_status bind_layers(struct hy_model *m, struct hy_err *err)
+{
+    const struct hy_config *c = &m->cfg;
+    const size_t E = (size_t)c->num_experts;
+    m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
+    m->moe = calloc((size_t)c->n_moe_layers + 1, sizeof *m->moe);
+    if (!m->layers || !m->moe)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %lld layers",
+                          (long long)c->num_hidden_layers);
+    hy_status s = HY_OK;
+    for (int i = 0, j = 0; !s && i < c->num_hidden_layers; i++) {
+        struct hy_layer_weights *l = &m->layers[i];
+        s = bind_attn(l, m->st, c, i, err);
+        if (s)
+            break;
+        if (!c->layer_moe[i]) {
+            s = bind_swiglu(&l->w_gate, &l->w_up, &l->w_down, m->st, c->hidden_size,
+                            c->intermediate_size, "mlp", i, 0, err);
+            continue;
+        }
+        struct hy_moe_weights *mw = &m->moe[j++];
+        mw->gate = calloc(3 * E, sizeof *mw->gate);
+        if (!mw->gate)
+            s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+        if (!s) {
+            mw->up = mw->gate + E;
+            mw->down = mw->gate + 2 * E;
+            s = bind_moe(mw, m->st, c, i, err);
+        }
+        l->moe = mw;
+    }
+    return s;
+}
+
+hy_status hy_v3_bind(struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
+{
+    const struct hy_config *c = &m->cfg;
+    if (m->be->i->weight_upload)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 runs on the CPU backends only for now "
+                          "(the %s backend is not one)", m->be->i->name);
+    if (quant != HY_DTYPE_F32)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: load-time quantization (%s) is not "
+                          "supported yet; run it as stored", hy_dtype_name(quant));
+    hy_status s = bindf(&m->tok_embd, m->st, c->vocab_size, c->hidden_size, err,
+                        "model.embed_tokens.weight", 0, 0);
+    if (!s)
+        s = bindf(&m->out_norm, m->st, 0, c->hidden_size, err, "model.norm.weight", 0, 0);
+    if (!s && c->tie_word_embeddings) /* transformers ties only when the config says so */
+        m->lm_head = m->tok_embd;
+    else if (!s)
+        s = bindf(&m->lm_head, m->st, c->vocab_size, c->hidden_size, err, "lm_head.weight", 0, 0);
+    if (!s)
+        s = bind_layers(m, err);
+    if (!s)
+        count_params(m);
+    return s;
+}
+
+void hy_v3_unbind(struct hy_model *m)
+{
+    for (int64_t j = 0; m->moe && j < m->cfg.n_moe_layers; j++) {
+        free(m->moe[j].bias);
+        free(m->moe[j].gate);
+    }
+    free(m->moe);
+    m->moe = NULL;
+}
+
+hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
+                               struct hy_err *err)
+{
+    const struct hy_config *c = &m->cfg;
+    struct hy_backend *be = m->be;
+    if (c->arch != HY_ARCH_HYV3)
+        return HY_OK;
+    const size_t T = (size_t)s->max_tokens, d = (size_t)c->hidden_size;
+    const size_t E = (size_t)c->num_experts, Tk = T * (size_t)c->num_experts_per_tok;
+    struct hy_moe_scratch *ms = calloc(1, sizeof *ms);
+    s->moe = ms;
+    if (!ms)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    ms->logits = be->i->alloc(be, T * E * sizeof(float));
+    ms->xe = be->i->alloc(be, T * d * sizeof(float));
+    ms->ye = be->i->alloc(be, T * d * sizeof(float));
+    ms->acc = be->i->alloc(be, T * d * sizeof(float));
+    ms->ids = malloc(Tk * sizeof *ms->ids);
+    ms->rows = malloc(Tk * sizeof *ms->rows);
+    ms->w = malloc(Tk * sizeof *ms->w);
+    ms->rw = malloc(Tk * sizeof *ms->rw);
+    ms->off = malloc((E + 1) * sizeof *ms->off);
+    if (!ms->logits || !ms->xe || !ms->ye || !ms->acc || !ms->ids || !ms->rows || !ms->w ||
+        !ms->rw || !ms->off)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for the routing of a %zu-token step",
+                          T);
+    return HY_OK;
+}
+
+void hy_v3_scratch_destroy(struct hy_scratch *s, const struct hy_model *m)
+{
+    struct hy_moe_scratch *ms = s->moe;
+    if (!ms)
+        return;
+    float *bufs[] = {ms->logits, ms->xe, ms->ye, ms->acc};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            m->be->i->free(m->be, bufs[i]);
+    free(ms->ids);
+    free(ms->rows);
+    free(ms->w);
+    free(ms->rw);
+    free(ms->off);
+    free(ms);
+    s->moe = NULL;
+}
+
+/* out [n, hidden] = down(silu(gate(x)) * up(x)) over n rows of x, in s->gate / s->up. */
+static void swiglu(const struct hy_model *m, struct hy_scratch *s, float *out, const float *x,
+                   const struct hy_weight *g, const struct hy_weight *u,
+                   const struct hy_weight *dn, int n)
+{
+    const struct hy_backend_i *op = m->be->i;
+    op->matmul(m->be, s->gate, x, g, n);
+    op->matmul(m->be, s->up, x, u, n);
+    op->silu_mul(m->be, s->gate, s->gate, s->up, (int64_t)n * g->rows);
+    op->matmul(m->be, out, s->gate, dn, n);
+}
+
+/* The CPU backends keep activations in host memory (hy_v3_bind refuses the others), so
+ * the routing reads the logits and the combine writes the sum where they lie. */
+void hy_v3_moe_block(const struct hy_model *m, struct hy_scratch *s, int il, int T)
+{
+    const struct hy_config *c = &m->cfg;
+    const struct hy_moe_weights *mw = m->layers[il].moe;
+    struct hy_moe_scratch *ms = s->moe;
+    const struct hy_backend_i *op = m->be->i;
+    const int E = (int)c->num_experts, k = (int)c->num_experts_per_tok;
+    const int64_t d = c->hidden_size;
+    HY_ASSERT(mw && ms && T <= s->max_tokens);
+    op->matmul(m->be, ms->logits, s->h, &mw->router, T); /* [T, E], float32 */
+    hy_moe_route(ms->logits, mw->bias, T, E, k, (float)c->router_scaling_factor, ms->ids, ms->w);
+    hy_moe_group(ms->ids, ms->w, T, k, E, ms->off, ms->rows, ms->rw);
+    swiglu(m, s, ms->acc, s->h, &mw->sh_gate, &mw->sh_up, &mw->sh_down, T); /* shared expert */
+    for (int e = 0; e < E; e++) {
+        const int n = ms->off[e + 1] - ms->off[e];
+        if (n == 0)
+            continue;
+        op->copy_rows(m->be, ms->xe, s->h, ms->rows + ms->off[e], n, d);
+        swiglu(m, s, ms->ye, ms->xe, &mw->gate[e], &mw->up[e], &mw->down[e], n);
+        hy_moe_combine(ms->acc, ms->ye, ms->rows + ms->off[e], ms->rw + ms->off[e], n, d);
+    }
+    memcpy(s->h, ms->acc, (size_t)T * (size_t)d * sizeof(float));
+}

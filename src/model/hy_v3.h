@@ -1,0 +1,55 @@
+/* hy_v3.h: what hy_v3 (HYV3ForCausalLM: Hy-MT2-30B-A3B, Hy3) adds to the shared model of
+ * hunyuan.h: its tensors, and the mixture-of-experts block of its sparse layers.
+ *
+ * The forward pass is hunyuan.c's with two differences (model doc 3.2, checked against
+ * transformers' modeling_hy_v3.py): QK RMSNorm before RoPE (cfg.qk_norm_before_rope), and
+ * in the layers cfg.layer_moe marks, instead of the SwiGLU MLP, hy_v3_moe_block: router
+ * logits h·Wrᵀ in float32, scores sigmoid(logits), the top-k experts by score + expert bias
+ * (the bias only chooses), weights the unbiased scores renormalised times
+ * router_scaling_factor; each chosen expert is a SwiGLU of width moe_intermediate_size run
+ * over exactly the tokens routed to it (backend/cpu/moe.h groups them); plus an always-on
+ * shared SwiGLU of width moe_intermediate_size * num_shared_experts. RoPE is the plain one
+ * with rope_theta as written; the head is untied (tie_word_embeddings false by default) and,
+ * as everything here, computed in float32.
+ *
+ * Tensor names are those of the released checkpoints (the "inner" layout, which
+ * transformers >= 5.8.1 renames and fuses at load, and writes back on save):
+ *   model.layers.N.self_attn.{q,k,v,o}_proj.weight, self_attn.{q,k}_norm.weight,
+ *   input_layernorm / post_attention_layernorm; dense layers mlp.{gate,up,down}_proj.weight;
+ *   MoE layers mlp.router.gate.weight [E, hidden], mlp.expert_bias [E] (float32 as released;
+ *   bf16/f16 read too), mlp.experts.J.{gate,up,down}_proj.weight, mlp.shared_mlp.{gate,up,
+ *   down}_proj.weight; model.embed_tokens / model.norm / lm_head.weight.
+ * Matrices must be F32, F16 or BF16. hy_v3 runs on the CPU backends only: a backend with
+ * device memory (weight_upload) and load-time quantization are HY_E_UNSUPPORTED for now.
+ * Engine thread only, as hunyuan.h. */
+#ifndef HY_MODEL_HY_V3_H
+#define HY_MODEL_HY_V3_H
+
+#include "model/hunyuan.h"
+
+struct hy_moe_weights {
+    struct hy_weight router;       /* [E, hidden] mlp.router.gate */
+    float *bias;                   /* [E] host, owned: the selection bias (zeros if none) */
+    struct hy_weight *gate, *up;   /* [E] each [F, hidden] */
+    struct hy_weight *down;        /* [E] each [hidden, F] */
+    struct hy_weight sh_gate, sh_up; /* [F * n_shared, hidden] */
+    struct hy_weight sh_down;        /* [hidden, F * n_shared] */
+};
+
+/* Binds every tensor of m->st (already open) for the hy_v3 config m->cfg: layers,
+ * embedding, norm, head, and counts n_params and n_active_params. quant: the requested
+ * load-time quantization (only HY_DTYPE_F32, none, is accepted). On error the caller
+ * destroys m (hy_v3_unbind frees what was made). */
+hy_status hy_v3_bind(struct hy_model *m, enum hy_dtype quant, struct hy_err *err);
+void hy_v3_unbind(struct hy_model *m); /* no-op for a dense model */
+
+/* The routing buffers of a scratch for steps of up to s->max_tokens tokens. */
+hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
+                               struct hy_err *err);
+void hy_v3_scratch_destroy(struct hy_scratch *s, const struct hy_model *m); /* accepts none */
+
+/* s->h [T, hidden] = MoE(s->h) for layer il (m->layers[il].moe set). Uses s->gate and
+ * s->up as its SwiGLU buffers. */
+void hy_v3_moe_block(const struct hy_model *m, struct hy_scratch *s, int il, int T);
+
+#endif
