@@ -132,6 +132,8 @@ static void test_rejected(void)
          HY_E_RANGE},
         {"\"model_type\": \"hy_v3\"", "\"model_type\": \"hy_v4\"", "model_type",
          HY_E_UNSUPPORTED},
+        {"\"HYV3ForCausalLM\"", "\"HunYuanDenseV1ForCausalLM\"", "architectures",
+         HY_E_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct hy_config c;
