@@ -50,15 +50,17 @@ struct call {
 static void run_default(void *p)
 {
     struct call *c = (struct call *)p;
+    const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, NULL, 0, c->cbuf, c->cbuf_cap};
     hy_cuda_matmul_bf16(c->st, c->blas, c->out, c->x, c->w, c->rows, c->cols, c->T, true, false,
-                        c->xbf, c->xbf_cap, c->cbuf, c->cbuf_cap);
+                        &s);
 }
 
 static void run_cublas(void *p)
 {
     struct call *c = (struct call *)p;
+    const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, NULL, 0, c->cbuf, c->cbuf_cap};
     bench_matmul_cublas(c->st, c->blas, c->out, c->x, c->w, c->rows, c->cols, c->T, true, false,
-                        c->xbf, c->xbf_cap, c->cbuf, c->cbuf_cap);
+                        &s);
 }
 
 static void run_bimm(void *p)

@@ -32,6 +32,7 @@ int main(void)
     HY_CUDA_CHECK(cudaMalloc(&out, 8 * 128167 * 4));
     HY_CUDA_CHECK(cudaMemset(w, 0x3f, maxw * 2));
     HY_CUDA_CHECK(cudaMemset(x, 0x3f, 8 * 14336 * 4));
+    const struct hy_cuda_mm_scratch none = {}; /* T <= 8: the GEMV needs no scratch */
     cudaStream_t st;
     HY_CUDA_CHECK(cudaStreamCreate(&st));
     cudaEvent_t e0, e1;
@@ -45,10 +46,12 @@ int main(void)
             int64_t n = rows * cols, ncopies = maxw / n;
             const int iters = 60;
             for (int i = 0; i < 3; i++)
-                hy_cuda_matmul_bf16(st, NULL, out, x, w + (i % ncopies) * n, rows, cols, T, NULL, 0);
+                hy_cuda_matmul_bf16(st, NULL, out, x, w + (i % ncopies) * n, rows, cols, T, false,
+                                    false, &none);
             cudaEventRecord(e0, st);
             for (int i = 0; i < iters; i++)
-                hy_cuda_matmul_bf16(st, NULL, out, x, w + (i % ncopies) * n, rows, cols, T, NULL, 0);
+                hy_cuda_matmul_bf16(st, NULL, out, x, w + (i % ncopies) * n, rows, cols, T, false,
+                                    false, &none);
             cudaEventRecord(e1, st);
             HY_CUDA_CHECK(cudaEventSynchronize(e1));
             float ms;

@@ -4,7 +4,9 @@
  * tensor-core kernel of qmma.cu (bench/qmma_bench.cu compares it with the chunked path).
  * Built and run by hand on the GPU machine, from the repository root:
  *   nvcc -O3 -arch=sm_90 -Isrc bench/qmatmul_bench.cu src/backend/cuda/qmatmul.cu \
- *       src/backend/cuda/qmma.cu src/backend/cuda/elementwise.cu -lcublas -o /tmp/qmb && /tmp/qmb */
+ *       src/backend/cuda/qmatmul_k.cu src/backend/cuda/qmma.cu \
+ *       src/backend/cuda/dequant_mm.cu src/backend/cuda/elementwise.cu -lcublas \
+ *       -o /tmp/qmb && /tmp/qmb */
 #include <stdio.h>
 #include <stdlib.h>
 #include "backend/cuda/qmatmul.h"
@@ -35,6 +37,7 @@ int main(void)
     HY_CUDA_CHECK(cudaMalloc(&cbuf, cbuf_cap * 4));
     HY_CUDA_CHECK(cudaMemset(w, 0x3a, maxw)); /* fp16 scales 0x3a3a ~ 0.78 */
     HY_CUDA_CHECK(cudaMemset(x, 0x3f, 64 * 14336 * 4));
+    const struct hy_cuda_mm_scratch scratch = {xbf, xbf_cap, wbf, wbf_cap, cbuf, cbuf_cap};
     cudaStream_t st;
     cublasHandle_t blas;
     HY_CUDA_CHECK(cudaStreamCreate(&st));
@@ -54,13 +57,11 @@ int main(void)
                 const int iters = T > 8 ? 10 : 60;
                 for (int i = 0; i < 3; i++)
                     hy_cuda_matmul_q(st, blas, out, x, w + (i % ncopies) * stride, types[ty].qt,
-                                     rows, cols, T, false, xbf, xbf_cap, wbf, wbf_cap, cbuf,
-                                     cbuf_cap);
+                                     rows, cols, T, false, &scratch);
                 cudaEventRecord(e0, st);
                 for (int i = 0; i < iters; i++)
                     hy_cuda_matmul_q(st, blas, out, x, w + (i % ncopies) * stride, types[ty].qt,
-                                     rows, cols, T, false, xbf, xbf_cap, wbf, wbf_cap, cbuf,
-                                     cbuf_cap);
+                                     rows, cols, T, false, &scratch);
                 cudaEventRecord(e1, st);
                 HY_CUDA_CHECK(cudaEventSynchronize(e1));
                 float ms;

@@ -9,8 +9,9 @@
  * on the GPU machine, from the repository root:
  *   nvcc -O3 -arch=sm_90 -Isrc bench/qmma_bench.cu src/backend/cuda/qmma.cu \
  *       src/backend/cuda/qmatmul.cu src/backend/cuda/qmatmul_k.cu \
- *       src/backend/cuda/elementwise.cu -lcublas -o /tmp/qmma_bench && /tmp/qmma_bench [T...]
- * (default T = 64; leave qmatmul_k.cu out of the list where it does not exist). */
+ *       src/backend/cuda/dequant_mm.cu src/backend/cuda/elementwise.cu -lcublas \
+ *       -o /tmp/qmma_bench && /tmp/qmma_bench [T...]
+ * (default T = 64). */
 #include <stdio.h>
 #include <stdlib.h>
 #include "backend/cuda/qmatmul.h"
@@ -42,10 +43,11 @@ static void call(struct ctx *c, int what, int qt, int64_t rows, int64_t cols, in
         hy_cuda_qmma(c->st, c->out, c->xbf, w, qt, rows, cols, T,
                      splits ? splits : hy_cuda_qmma_splits(rows, cols, T, c->cbuf_cap, n_sm),
                      c->cbuf);
-    else if (what == 1)
-        hy_cuda_matmul_q_chunked(c->st, c->blas, c->out, c->x, w, qt, rows, cols, T, false, c->xbf,
-                                 c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf, c->cbuf_cap);
-    else
+    else if (what == 1) {
+        const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf,
+                                             c->cbuf_cap};
+        hy_cuda_matmul_q_chunked(c->st, c->blas, c->out, c->x, w, qt, rows, cols, T, false, &s);
+    } else
         HY_CUBLAS_CHECK(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, T, (int)cols,
                                      &one, w, CUDA_R_16BF, (int)cols, c->xbf, CUDA_R_16BF,
                                      (int)cols, &zero, c->out, CUDA_R_32F, (int)rows,

@@ -264,6 +264,8 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         c->xbf_x = NULL;
         return;
     }
+    const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf,
+                                         c->cbuf_cap};
     if (f8) { /* fp8mm; batch-invariant: GEMVs of at most 8 rows (a row's sums alone) */
         HY_ASSERT(!c->invariant || (w->cols % 16 == 0 && ((uintptr_t)x & 15) == 0));
         bool ready = !c->invariant && c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
@@ -272,8 +274,7 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
             ready = hy_cuda_matmul_fp8(c->fp8, c->stream, c->blas, out + (int64_t)t0 * w->rows,
                                        x + (int64_t)t0 * w->cols, w->data, w->rows, w->cols,
                                        T - t0 < step ? T - t0 : step,
-                                       (enum hy_cuda_fp8_mode)c->fp8_mode, ready, c->xbf,
-                                       c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf, c->cbuf_cap) &&
+                                       (enum hy_cuda_fp8_mode)c->fp8_mode, ready, &s) &&
                     !c->invariant;
         c->xbf_x = ready ? x : NULL; /* else xbf may hold a chunk of x, or x's fp8 codes */
         c->xbf_T = T, c->xbf_cols = w->cols;
@@ -290,15 +291,14 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         for (int t0 = 0; t0 < T; t0 += 8)
             hy_cuda_matmul_q(c->stream, c->blas, out + (int64_t)t0 * w->rows,
                              x + (int64_t)t0 * w->cols, w->data, qt, w->rows, w->cols,
-                             T - t0 < 8 ? T - t0 : 8, false, c->xbf, c->xbf_cap, c->wbf,
-                             c->wbf_cap, c->cbuf, c->cbuf_cap);
+                             T - t0 < 8 ? T - t0 : 8, false, &s);
         c->xbf_x = NULL;
         return;
     }
     if (qt >= 0) { /* qmatmul */
         bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
         if (hy_cuda_matmul_q(c->stream, c->blas, out, x, w->data, qt, w->rows, w->cols, T, ready,
-                             c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf, c->cbuf_cap))
+                             &s))
             c->xbf_x = x, c->xbf_T = T, c->xbf_cols = w->cols;
         else
             c->xbf_x = NULL; /* xbf may hold a chunk of x only */
@@ -310,7 +310,7 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
             padded |= c->padded[i] == w->data;
         bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
         if (hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, padded,
-                                ready, c->xbf, c->xbf_cap, c->cbuf, c->cbuf_cap))
+                                ready, &s))
             c->xbf_x = x, c->xbf_T = T, c->xbf_cols = w->cols;
     }
     if (c->xbf_x && out < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols &&

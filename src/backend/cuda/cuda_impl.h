@@ -92,14 +92,41 @@ cudaError_t hy_cuda_attention_tc_setup(void);
 int hy_cuda_attention_smax(int tiles, int n_head, int n_kv, int hd, int n_sm,
                            size_t part_floats);
 
+/* The device scratch of one matmul call (the backend's; capacities in elements): xbf holds
+ * x rounded to bf16, wbf a chunk of weight rows dequantized to bf16, cbuf float32 outputs
+ * of a chunk whose row count is padded to a multiple of 8 (or the tensor-core kernel's
+ * K-split parts). Each launcher uses what its path needs; the rest may be NULL / 0. */
+struct hy_cuda_mm_scratch {
+    uint16_t *xbf;
+    size_t xbf_cap;
+    uint16_t *wbf;
+    size_t wbf_cap;
+    float *cbuf;
+    size_t cbuf_cap;
+};
+
 /* matmul.cu: out[T, rows] = x[T, cols] · W[rows, cols]ᵀ with W bf16 on the device; x is
- * rounded to bf16 into xbf (scratch of xbf_cap elements) in chunks of whole rows, unless
- * x_ready (xbf holds all of x already). w_padded: W's allocation has zero rows up to a
+ * rounded to bf16 into s->xbf in chunks of whole rows, unless x_ready (xbf holds all of x
+ * already); s->cbuf for the padded rows. w_padded: W's allocation has zero rows up to a
  * multiple of 8. Returns true when xbf holds all of x afterwards. */
 bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                          const uint16_t *w, int64_t rows, int64_t cols, int T, bool w_padded,
-                         bool x_ready, uint16_t *xbf, size_t xbf_cap, float *cbuf,
-                         size_t cbuf_cap);
+                         bool x_ready, const struct hy_cuda_mm_scratch *s);
+
+/* Enqueues rows r0 .. r0+nr-1 of the weight w (the launcher's own description of it),
+ * dequantized to bf16, into dst [nr_pad, cols]; rows nr .. nr_pad-1 zero. */
+typedef void (*hy_cuda_dequant_fn)(cudaStream_t st, uint16_t *dst, const void *w, int64_t r0,
+                                   int64_t nr, int64_t nr_pad);
+/* dequant_mm.cu: out[T, rows] = x[T, cols] · Wᵀ for a weight that `dequant` reads: x
+ * rounded to bf16 into s->xbf in chunks of whole rows (unless x_ready: xbf holds all of x),
+ * W dequantized into s->wbf a chunk of rows (a multiple of 8) at a time, each pair
+ * multiplied by cuBLAS (bf16 x bf16, float32 accumulation); when rows % 8 != 0 the chunks'
+ * outputs go through s->cbuf. Fails (hy_cuda_fail, message `what`) when the scratch cannot
+ * hold a row of x and 8 rows of W. Returns true when xbf holds all of x afterwards. */
+bool hy_cuda_dequant_mm(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
+                        int64_t rows, int64_t cols, int T, bool x_ready,
+                        const struct hy_cuda_mm_scratch *s, hy_cuda_dequant_fn dequant,
+                        const void *w, const char *what);
 /* bimm.cu: the batch-invariant matmul (the rule in bimm.cu): out[T, rows] = x · Wᵀ, W bf16,
  * x split into bf16 high and low parts, tensor-core products in float32, a token's result
  * the same bits whatever else the call holds. xs: scratch of xs_bytes for the split x

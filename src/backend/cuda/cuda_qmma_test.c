@@ -78,17 +78,19 @@ static bool run_path(struct dev *d, int p, const struct qtype *q, int64_t rows, 
     for (int64_t i = 0; i < no; i++)
         got[i] = NAN;
     HY_CUDA_CHECK(cudaMemcpy(d->out, got, (size_t)no * sizeof(float), cudaMemcpyHostToDevice));
+    const struct hy_cuda_mm_scratch s = {d->xbf, d->xbf_cap, d->wbf, d->wbf_cap, d->cbuf,
+                                         d->cbuf_cap};
+    const struct hy_cuda_mm_scratch s5 = {d->xbf, (size_t)(5 * cols + 3), d->wbf, d->wbf_cap,
+                                          d->cbuf, d->cbuf_cap};
     if (p == P_ENTRY || p == P_FALLBACK) {
         holds = hy_cuda_matmul_q(d->st, d->blas, d->out, d->x, d->w, q->qt, rows, cols, T, false,
-                                 d->xbf, d->xbf_cap, d->wbf, d->wbf_cap, d->cbuf, d->cbuf_cap);
+                                 &s);
     } else if (p == P_XCHUNK) { /* x in chunks of 5 rows */
         holds = hy_cuda_matmul_q(d->st, d->blas, d->out, d->x, d->w, q->qt, rows, cols, T, false,
-                                 d->xbf, (size_t)(5 * cols + 3), d->wbf, d->wbf_cap, d->cbuf,
-                                 d->cbuf_cap);
+                                 &s5);
     } else if (p == P_CHUNKED) {
         holds = hy_cuda_matmul_q_chunked(d->st, d->blas, d->out, d->x, d->w, q->qt, rows, cols, T,
-                                         false, d->xbf, d->xbf_cap, d->wbf, d->wbf_cap, d->cbuf,
-                                         d->cbuf_cap);
+                                         false, &s);
     } else {
         hy_cuda_f32_to_bf16(d->st, d->xbf, d->x, (int64_t)T * cols);
         HY_ASSERT((size_t)(3 * no) <= d->part_cap);

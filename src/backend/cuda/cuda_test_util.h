@@ -169,8 +169,8 @@ static inline bool ct_matmul_q(const void *packed, size_t qbytes, int qt, int64_
     HY_CUDA_CHECK(cudaMemcpy(dw, packed, qbytes, cudaMemcpyHostToDevice));
     HY_CUDA_CHECK(cudaMemcpy(dx, x, (size_t)nx * sizeof(float), cudaMemcpyHostToDevice));
     HY_CUDA_CHECK(cudaMemcpy(dout, got, (size_t)no * sizeof(float), cudaMemcpyHostToDevice));
-    bool holds = hy_cuda_matmul_q(st, blas, dout, dx, dw, qt, rows, cols, T, false, xbf, xbf_cap,
-                                  wbf, wbf_cap, cbuf, cbuf_cap);
+    const struct hy_cuda_mm_scratch s = {xbf, xbf_cap, wbf, wbf_cap, cbuf, cbuf_cap};
+    bool holds = hy_cuda_matmul_q(st, blas, dout, dx, dw, qt, rows, cols, T, false, &s);
     HY_CUDA_CHECK(cudaStreamSynchronize(st));
     HY_CUDA_CHECK(cudaMemcpy(got, dout, (size_t)no * sizeof(float), cudaMemcpyDeviceToHost));
     cudaFree(dw);

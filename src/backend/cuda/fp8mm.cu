@@ -448,64 +448,34 @@ __global__ void f8_dequant_bf16_kernel(uint16_t *dst, const unsigned char *wq, c
     }
 }
 
-static bool f8_dequant_matmul(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
-                              const unsigned char *wq, const float *ws, int64_t rows,
-                              int64_t cols, int T, bool x_ready, uint16_t *xbf, size_t xbf_cap,
-                              uint16_t *wbf, size_t wbf_cap, float *cbuf, size_t cbuf_cap)
+/* The weight as f8_dequant reads it. */
+struct f8_weight {
+    const unsigned char *wq;
+    const float *ws;
+    int64_t cols;
+};
+
+/* hy_cuda_dequant_fn for fp8: 8 elements a thread where cols % 8 == 0, else 1. */
+static void f8_dequant(cudaStream_t st, uint16_t *dst, const void *w, int64_t r0, int64_t nr,
+                       int64_t nr_pad)
 {
-    const float alpha = 1.0f, beta = 0.0f;
-    const bool direct = rows % 8 == 0; /* chunks of whole multiples of 8 rows, straight to out */
-    int64_t tchunk = (int64_t)(xbf_cap / (size_t)cols);
-    if (tchunk > T)
-        tchunk = T;
-    if (!direct && (size_t)tchunk * 8 > cbuf_cap)
-        tchunk = (int64_t)(cbuf_cap / 8);
-    int64_t rchunk = (int64_t)(wbf_cap / (size_t)cols);
-    if (!direct && tchunk > 0 && (int64_t)(cbuf_cap / (size_t)tchunk) < rchunk)
-        rchunk = (int64_t)(cbuf_cap / (size_t)tchunk);
-    rchunk &= ~(int64_t)7;
-    if (rchunk > ((rows + 7) & ~(int64_t)7))
-        rchunk = (rows + 7) & ~(int64_t)7;
-    if (tchunk < 1 || rchunk < 8 || !wbf || (!direct && !cbuf))
-        hy_cuda_fail(__FILE__, __LINE__, "xbf_cap >= cols && wbf_cap >= 8 * cols",
-                     "fp8 matmul scratch too small");
-    const int v = cols % 8 == 0 ? 8 : 1;
-    for (int64_t t0 = 0; t0 < T; t0 += tchunk) {
-        const int64_t n = T - t0 < tchunk ? T - t0 : tchunk;
-        if (!x_ready || tchunk < T) /* x_ready: xbf holds x already (one chunk) */
-            hy_cuda_f32_to_bf16(st, xbf, x + t0 * cols, n * cols);
-        for (int64_t r0 = 0; r0 < rows; r0 += rchunk) {
-            const int64_t nr = rows - r0 < rchunk ? rows - r0 : rchunk;
-            const int64_t nr_pad = (nr + 7) & ~(int64_t)7; /* == nr when direct */
-            const int64_t nv = nr_pad * cols / v;
-            const unsigned blocks = (unsigned)((nv + 255) / 256);
-            if (v == 8)
-                f8_dequant_bf16_kernel<8><<<blocks, 256, 0, st>>>(wbf, wq, ws, r0, nr, nv, cols);
-            else
-                f8_dequant_bf16_kernel<1><<<blocks, 256, 0, st>>>(wbf, wq, ws, r0, nr, nv, cols);
-            HY_CUDA_CHECK_LAUNCH();
-            HY_CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr_pad, (int)n,
-                                         (int)cols, &alpha, wbf, CUDA_R_16BF, (int)cols, xbf,
-                                         CUDA_R_16BF, (int)cols, &beta,
-                                         direct ? out + t0 * rows + r0 : cbuf, CUDA_R_32F,
-                                         direct ? (int)rows : (int)nr_pad, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT));
-            if (!direct)
-                HY_CUDA_CHECK(cudaMemcpy2DAsync(out + t0 * rows + r0,
-                                                (size_t)rows * sizeof(float), cbuf,
-                                                (size_t)nr_pad * sizeof(float),
-                                                (size_t)nr * sizeof(float), (size_t)n,
-                                                cudaMemcpyDeviceToDevice, st));
-        }
-    }
-    return tchunk >= T;
+    const struct f8_weight *fw = (const struct f8_weight *)w;
+    const int v = fw->cols % 8 == 0 ? 8 : 1;
+    const int64_t nv = nr_pad * fw->cols / v;
+    const unsigned blocks = (unsigned)((nv + 255) / 256);
+    if (v == 8)
+        f8_dequant_bf16_kernel<8><<<blocks, 256, 0, st>>>(dst, fw->wq, fw->ws, r0, nr, nv,
+                                                          fw->cols);
+    else
+        f8_dequant_bf16_kernel<1><<<blocks, 256, 0, st>>>(dst, fw->wq, fw->ws, r0, nr, nv,
+                                                          fw->cols);
+    HY_CUDA_CHECK_LAUNCH();
 }
 
 extern "C" bool hy_cuda_matmul_fp8(struct hy_cuda_fp8 *f, cudaStream_t st, cublasHandle_t blas,
                                    float *out, const float *x, const void *w, int64_t rows,
                                    int64_t cols, int T, enum hy_cuda_fp8_mode mode, bool x_ready,
-                                   uint16_t *xbf, size_t xbf_cap, uint16_t *wbf, size_t wbf_cap,
-                                   float *cbuf, size_t cbuf_cap)
+                                   const struct hy_cuda_mm_scratch *s)
 {
     if (!f || rows < 1 || cols < 1 || T < 1)
         hy_cuda_fail(__FILE__, __LINE__, "f && rows, cols, T >= 1", "bad fp8 matmul call");
@@ -518,8 +488,9 @@ extern "C" bool hy_cuda_matmul_fp8(struct hy_cuda_fp8 *f, cudaStream_t st, cubla
     }
     if (mode == HY_CUDA_FP8_GEMM && f->has_gemm && aligned16 && rows % 16 == 0 &&
         !((uintptr_t)x & 15) && !((uintptr_t)out & 15) &&
-        f8_gemm(f, st, out, x, wq, ws, rows, cols, T, (uint8_t *)xbf, xbf_cap * 2))
+        f8_gemm(f, st, out, x, wq, ws, rows, cols, T, (uint8_t *)s->xbf, s->xbf_cap * 2))
         return false; /* xbf holds codes now */
-    return f8_dequant_matmul(st, blas, out, x, wq, ws, rows, cols, T, x_ready, xbf, xbf_cap, wbf,
-                             wbf_cap, cbuf, cbuf_cap);
+    const struct f8_weight fw = {wq, ws, cols};
+    return hy_cuda_dequant_mm(st, blas, out, x, rows, cols, T, x_ready, s, f8_dequant, &fw,
+                              "fp8 matmul scratch too small");
 }

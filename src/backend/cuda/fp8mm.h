@@ -69,13 +69,13 @@ void hy_cuda_fp8_destroy(struct hy_cuda_fp8 *f); /* accepts NULL; syncs nothing 
 bool hy_cuda_fp8_has_gemm(const struct hy_cuda_fp8 *f);
 
 /* out[T, rows] = x[T, cols] · Wᵀ, W in the layout above on the device (paths above).
- * xbf (xbf_cap bf16 elements), wbf (wbf_cap), cbuf (cbuf_cap floats): backend scratch.
- * Returns true when xbf holds x rounded to bf16 afterwards (as hy_cuda_matmul_bf16; only
- * the DEQUANT path leaves it so); x_ready: xbf holds it already. */
+ * s: the backend's scratch (cuda_impl.h). Returns true when s->xbf holds x rounded to bf16
+ * afterwards (as hy_cuda_matmul_bf16; only the DEQUANT path leaves it so); x_ready: xbf
+ * holds it already. */
 bool hy_cuda_matmul_fp8(struct hy_cuda_fp8 *f, cudaStream_t st, cublasHandle_t blas, float *out,
                         const float *x, const void *w, int64_t rows, int64_t cols, int T,
-                        enum hy_cuda_fp8_mode mode, bool x_ready, uint16_t *xbf, size_t xbf_cap,
-                        uint16_t *wbf, size_t wbf_cap, float *cbuf, size_t cbuf_cap);
+                        enum hy_cuda_fp8_mode mode, bool x_ready,
+                        const struct hy_cuda_mm_scratch *s);
 
 #ifdef __cplusplus
 }

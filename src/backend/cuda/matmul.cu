@@ -125,11 +125,14 @@ static bool gemv_try(cudaStream_t st, float *out, const float *x, const uint16_t
 extern "C" bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out,
                                     const float *x, const uint16_t *w, int64_t rows,
                                     int64_t cols, int T, bool w_padded, bool x_ready,
-                                    uint16_t *xbf, size_t xbf_cap, float *cbuf, size_t cbuf_cap)
+                                    const struct hy_cuda_mm_scratch *s)
 {
     const float alpha = 1.0f, beta = 0.0f;
     if (gemv_try(st, out, x, w, rows, cols, T))
         return false;
+    uint16_t *xbf = s->xbf;
+    float *cbuf = s->cbuf;
+    const size_t xbf_cap = s->xbf_cap, cbuf_cap = s->cbuf_cap;
     const int64_t ldc = (rows + 7) & ~(int64_t)7;
     const bool padded = ldc != rows && w_padded && cbuf && (size_t)ldc <= cbuf_cap;
     int64_t chunk = (int64_t)(xbf_cap / (size_t)cols);

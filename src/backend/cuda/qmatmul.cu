@@ -17,7 +17,8 @@
  *
  * T > 8 (or x not 16-byte aligned), Q8_0, Q4_0 and Q4_G128 with cols % 128 == 0: the
  * tensor-core kernel of qmma.cu (hy_cuda_matmul_qmma; cbuf holds its K-split parts).
- * Other shapes and types (hy_cuda_matmul_q_chunked): chunked dequantize + cuBLAS: rows of
+ * Other shapes and types (hy_cuda_matmul_q_chunked): chunked dequantize + cuBLAS
+ * (hy_cuda_dequant_mm, shared with fp8mm.cu; this file gives it the dequantize): rows of
  * W are dequantized into the bf16 scratch wbf (whole multiples of 8 rows; rows past the
  * end are zeros), x is rounded to bf16 into xbf (chunks of whole rows), and
  * each pair is one bf16 GEMM with float32 accumulation (as matmul.cu; the same transposed
@@ -325,9 +326,8 @@ static void q_dequant_bf16(cudaStream_t st, int qt, uint16_t *dst, const void *w
 
 extern "C" bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *out,
                                  const float *x, const void *w, int qt, int64_t rows,
-                                 int64_t cols, int T, bool x_ready, uint16_t *xbf,
-                                 size_t xbf_cap, uint16_t *wbf, size_t wbf_cap, float *cbuf,
-                                 size_t cbuf_cap)
+                                 int64_t cols, int T, bool x_ready,
+                                 const struct hy_cuda_mm_scratch *s)
 {
     if (cols % hy_cuda_q_block(qt) != 0 || rows < 1 || T < 1)
         hy_cuda_fail(__FILE__, __LINE__, "cols % B == 0 && rows, T >= 1", "bad qmatmul shape");
@@ -343,57 +343,33 @@ extern "C" bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *ou
         return false;
     }
     if (hy_cuda_qmma_fits(qt, rows, cols, w))
-        return hy_cuda_matmul_qmma(st, out, x, w, qt, rows, cols, T, x_ready, xbf, xbf_cap, cbuf,
-                                   cbuf_cap);
-    return hy_cuda_matmul_q_chunked(st, blas, out, x, w, qt, rows, cols, T, x_ready, xbf, xbf_cap,
-                                    wbf, wbf_cap, cbuf, cbuf_cap);
+        return hy_cuda_matmul_qmma(st, out, x, w, qt, rows, cols, T, x_ready, s);
+    return hy_cuda_matmul_q_chunked(st, blas, out, x, w, qt, rows, cols, T, x_ready, s);
+}
+
+/* The weight as q_dequant reads it. */
+struct q_weight {
+    const void *w;
+    int qt;
+    int64_t rows, cols;
+};
+
+/* hy_cuda_dequant_fn for the block types. */
+static void q_dequant(cudaStream_t st, uint16_t *dst, const void *w, int64_t r0, int64_t nr,
+                      int64_t nr_pad)
+{
+    const struct q_weight *q = (const struct q_weight *)w;
+    q_dequant_bf16(st, q->qt, dst, q->w, q->rows, q->cols, r0, nr, nr_pad);
 }
 
 extern "C" bool hy_cuda_matmul_q_chunked(cudaStream_t st, cublasHandle_t blas, float *out,
                                          const float *x, const void *w, int qt, int64_t rows,
-                                         int64_t cols, int T, bool x_ready, uint16_t *xbf,
-                                         size_t xbf_cap, uint16_t *wbf, size_t wbf_cap,
-                                         float *cbuf, size_t cbuf_cap)
+                                         int64_t cols, int T, bool x_ready,
+                                         const struct hy_cuda_mm_scratch *s)
 {
-    const float alpha = 1.0f, beta = 0.0f;
-    const bool direct = rows % 8 == 0; /* chunks of whole multiples of 8 rows, straight to out */
-    int64_t tchunk = (int64_t)(xbf_cap / (size_t)cols);
-    if (tchunk > T)
-        tchunk = T;
-    if (!direct && (size_t)tchunk * 8 > cbuf_cap)
-        tchunk = (int64_t)(cbuf_cap / 8);
-    int64_t rchunk = (int64_t)(wbf_cap / (size_t)cols);
-    if (!direct && tchunk > 0 && (int64_t)(cbuf_cap / (size_t)tchunk) < rchunk)
-        rchunk = (int64_t)(cbuf_cap / (size_t)tchunk);
-    rchunk &= ~(int64_t)7;
-    if (rchunk > ((rows + 7) & ~(int64_t)7))
-        rchunk = (rows + 7) & ~(int64_t)7;
-    if (tchunk < 1 || rchunk < 8 || !wbf || (!direct && !cbuf))
-        hy_cuda_fail(__FILE__, __LINE__, "xbf_cap >= cols && wbf_cap >= 8 * cols",
-                     "qmatmul scratch too small");
-    for (int64_t t0 = 0; t0 < T; t0 += tchunk) {
-        const int64_t n = T - t0 < tchunk ? T - t0 : tchunk;
-        if (!x_ready || tchunk < T) /* x_ready: xbf holds x already (one chunk) */
-            hy_cuda_f32_to_bf16(st, xbf, x + t0 * cols, n * cols);
-        for (int64_t r0 = 0; r0 < rows; r0 += rchunk) {
-            const int64_t nr = rows - r0 < rchunk ? rows - r0 : rchunk;
-            const int64_t nr_pad = (nr + 7) & ~(int64_t)7; /* == nr when direct */
-            q_dequant_bf16(st, qt, wbf, w, rows, cols, r0, nr, nr_pad);
-            HY_CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr_pad, (int)n,
-                                         (int)cols, &alpha, wbf, CUDA_R_16BF, (int)cols, xbf,
-                                         CUDA_R_16BF, (int)cols, &beta,
-                                         direct ? out + t0 * rows + r0 : cbuf, CUDA_R_32F,
-                                         direct ? (int)rows : (int)nr_pad, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT));
-            if (!direct)
-                HY_CUDA_CHECK(cudaMemcpy2DAsync(out + t0 * rows + r0,
-                                                (size_t)rows * sizeof(float), cbuf,
-                                                (size_t)nr_pad * sizeof(float),
-                                                (size_t)nr * sizeof(float), (size_t)n,
-                                                cudaMemcpyDeviceToDevice, st));
-        }
-    }
-    return tchunk >= T;
+    const struct q_weight q = {w, qt, rows, cols};
+    return hy_cuda_dequant_mm(st, blas, out, x, rows, cols, T, x_ready, s, q_dequant, &q,
+                              "qmatmul scratch too small");
 }
 
 extern "C" void hy_cuda_embed_q(cudaStream_t st, float *out, const void *table, int qt,

@@ -70,21 +70,19 @@ size_t hy_cuda_q_bytes(int qt, int64_t rows, int64_t cols);
  * device layout at dst (host, hy_cuda_q_bytes bytes; the alignment gap is zeroed). */
 void hy_cuda_q_repack(void *dst, const void *src, int qt, int64_t rows, int64_t cols);
 
-/* out[T, rows] = x[T, cols] · Wᵀ, W in the split layout on the device. xbf, xbf_cap,
- * x_ready and the return value as hy_cuda_matmul_bf16 (xbf holds x rounded to bf16 when it
- * returns true); wbf: device bf16 scratch of wbf_cap elements (>= 8 rows of W), cbuf:
- * float32 scratch of cbuf_cap floats (outputs of a chunk when rows % 8 != 0; the
- * tensor-core kernel's K-split parts). */
+/* out[T, rows] = x[T, cols] · Wᵀ, W in the split layout on the device. x_ready and the
+ * return value as hy_cuda_matmul_bf16 (s->xbf holds x rounded to bf16 when it returns
+ * true); s (cuda_impl.h): s->wbf >= 8 rows of W, s->cbuf the outputs of a chunk when
+ * rows % 8 != 0 and the tensor-core kernel's K-split parts. */
 bool hy_cuda_matmul_q(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                       const void *w, int qt, int64_t rows, int64_t cols, int T, bool x_ready,
-                      uint16_t *xbf, size_t xbf_cap, uint16_t *wbf, size_t wbf_cap, float *cbuf,
-                      size_t cbuf_cap);
-/* The chunked dequantize + cuBLAS path alone, for any T (the fallback of the above; tests
- * and benchmarks compare the tensor-core kernel with it). Same arguments. */
+                      const struct hy_cuda_mm_scratch *s);
+/* The chunked dequantize + cuBLAS path alone (hy_cuda_dequant_mm), for any T (the fallback
+ * of the above; tests and benchmarks compare the tensor-core kernel with it). Same
+ * arguments. */
 bool hy_cuda_matmul_q_chunked(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                               const void *w, int qt, int64_t rows, int64_t cols, int T,
-                              bool x_ready, uint16_t *xbf, size_t xbf_cap, uint16_t *wbf,
-                              size_t wbf_cap, float *cbuf, size_t cbuf_cap);
+                              bool x_ready, const struct hy_cuda_mm_scratch *s);
 /* out[t, :] = the dequantized row ids[t] of table (split layout, rows x cols), float32
  * d * q exactly as the host dequantizers; ids on the device, in range. */
 void hy_cuda_embed_q(cudaStream_t st, float *out, const void *table, int qt, int64_t rows,

@@ -367,8 +367,11 @@ extern "C" void hy_cuda_qmma(cudaStream_t st, float *out, const uint16_t *xbf, c
 
 extern "C" bool hy_cuda_matmul_qmma(cudaStream_t st, float *out, const float *x, const void *w,
                                     int qt, int64_t rows, int64_t cols, int T, bool x_ready,
-                                    uint16_t *xbf, size_t xbf_cap, float *part, size_t part_cap)
+                                    const struct hy_cuda_mm_scratch *s)
 {
+    uint16_t *xbf = s->xbf;
+    float *part = s->cbuf;
+    const size_t xbf_cap = s->xbf_cap, part_cap = s->cbuf_cap;
     int dev = 0, n_sm = 0;
     HY_CUDA_CHECK(cudaGetDevice(&dev));
     HY_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));

@@ -47,13 +47,13 @@ void hy_cuda_qmma(cudaStream_t st, float *out, const uint16_t *xbf, const void *
                   int64_t rows, int64_t cols, int T, int splits, float *part);
 
 /* The launcher hy_cuda_matmul_q uses for T > 8 when hy_cuda_qmma_fits: x (float32) is
- * rounded into xbf in chunks of whole rows (xbf_cap elements; unless x_ready: xbf holds all
- * of x already), each chunk multiplied by hy_cuda_qmma with hy_cuda_qmma_splits' split
- * (part: float32 scratch of part_cap floats, may be NULL). Returns true when xbf holds all
- * of x afterwards. */
+ * rounded into s->xbf in chunks of whole rows (unless x_ready: xbf holds all of x
+ * already), each chunk multiplied by hy_cuda_qmma with hy_cuda_qmma_splits' split (the
+ * parts in s->cbuf, which may be NULL: no split). Returns true when xbf holds all of x
+ * afterwards. */
 bool hy_cuda_matmul_qmma(cudaStream_t st, float *out, const float *x, const void *w, int qt,
-                         int64_t rows, int64_t cols, int T, bool x_ready, uint16_t *xbf,
-                         size_t xbf_cap, float *part, size_t part_cap);
+                         int64_t rows, int64_t cols, int T, bool x_ready,
+                         const struct hy_cuda_mm_scratch *s);
 
 #ifdef __cplusplus
 }
