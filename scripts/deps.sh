@@ -38,8 +38,11 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc oniguruma libonig-dev
     need_pc libutf8proc libutf8proc-dev
     need_pc libmicrohttpd libmicrohttpd-dev
+    need_pc libcurl libcurl4-openssl-dev # hymt pull
+    need_pc libcrypto libssl-dev         # sha256 of pulled files
 else
     missing="$missing libjansson-dev libonig-dev libutf8proc-dev libmicrohttpd-dev"
+    missing="$missing libcurl4-openssl-dev libssl-dev"
 fi
 
 # tests

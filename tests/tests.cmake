@@ -157,3 +157,16 @@ set_tests_properties(translate_glossary_test PROPERTIES LABELS unit TIMEOUT 300)
 add_test(NAME translate_format_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/format_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(translate_format_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# The hub cache and `hymt pull` (src/hub/): -m REPO resolved in a hub cache laid out as
+# huggingface_hub does, and pulls from a local imitation of the hub (tests/hub/fake_hub.py).
+add_test(NAME hub_resolve_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/hub/resolve_test.sh
+  ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
+add_test(NAME hub_pull_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/hub/pull_test.sh
+  ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(hub_resolve_test hub_pull_test PROPERTIES LABELS unit TIMEOUT 300)
+
+# `hymt serve` settings: flags, HYMT_* environment, --config, --api-key-file, --print-config
+add_test(NAME cli_settings_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/settings_test.sh
+  ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(cli_settings_test PROPERTIES LABELS server TIMEOUT 300)

@@ -2,7 +2,17 @@
  * Each subcommand declares a table of options; cli_parse() fills them, accepts
  * "--name value" and "--name=value" (and a short alias such as -m), validates types and
  * ranges, and prints one clear line "hymt CMD: ..." on any error. It returns
- * CLI_OK, CLI_HELP (usage was printed to stdout: exit 0) or CLI_ERR (exit 2). */
+ * CLI_OK, CLI_HELP (usage was printed to stdout: exit 0) or CLI_ERR (exit 2).
+ *
+ * Settings (cli_parse_settings, e.g. serve): every option may also
+ * come from the environment variable HYMT_<NAME> (the long name upper-cased, '-' as '_':
+ * HYMT_PORT, HYMT_API_KEY) and from a config file (--config FILE or HYMT_CONFIG) of
+ * "name = value" lines (the long names; '#' starts a comment line; a value may be
+ * double-quoted; flags take true/false), with the precedence flag > environment > config
+ * file > default. A CLI_SECRET option (a string) also takes --NAME-file FILE (HYMT_NAME_FILE,
+ * "NAME-file =" in the file): the value is the file's first line, so a key need not appear
+ * in `ps` or the environment. --print-config prints the settings in effect as a config file,
+ * each with where it came from, secrets masked, and returns CLI_HELP. */
 #ifndef HY_CLI_ARGS_H
 #define HY_CLI_ARGS_H
 
@@ -12,16 +22,19 @@
 #include <stdio.h>
 
 #include "core/status.h"
+#include "hub/cache.h"
 
-enum cli_kind { CLI_INT, CLI_REAL, CLI_STR, CLI_FLAG };
+/* CLI_SECRET: a string (a key, a token) masked by --print-config, also read from a file */
+enum cli_kind { CLI_INT, CLI_REAL, CLI_STR, CLI_FLAG, CLI_SECRET };
 enum { CLI_OK = 0, CLI_HELP = 1, CLI_ERR = 2 };
+#define CLI_MAX_OPTS 64
 
 struct cli_opt {
     const char *names; /* "m|model": short and long names, '|' separated, no dashes */
     enum cli_kind kind;
-    void *dst;         /* int64_t*, double*, const char**, bool* */
+    void *dst;         /* int64_t*, double*, const char** (STR, SECRET), bool* */
     double lo, hi;     /* range for CLI_INT / CLI_REAL */
-    bool seen;         /* set by cli_parse */
+    bool seen;         /* set by cli_parse: given (by any source) */
 };
 
 struct cli_cmd {
@@ -29,9 +42,22 @@ struct cli_cmd {
     const char *usage; /* full --help text */
 };
 
-/* Positional arguments go to pos[0..max_pos-1]; more is an error. */
+/* Usage lines of the settings options, for the --help text of a command with .settings. */
+#define HY_CLI_SETTINGS_USAGE                                                                \
+    "  --config FILE              settings as 'name = value' lines (the long option names);\n" \
+    "                             also HYMT_CONFIG. Every option can also be set with\n"     \
+    "                             HYMT_<NAME> (HYMT_PORT, HYMT_API_KEY, ...): a flag wins\n" \
+    "                             over the environment, which wins over the file\n"          \
+    "  --print-config             print the settings in effect and where each came from\n"   \
+    "                             (secrets masked), and exit\n"
+
+/* Positional arguments go to pos[0..max_pos-1]; more is an error. At most CLI_MAX_OPTS
+ * options. */
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *opts,
               size_t n_opts, const char **pos, int max_pos, int *n_pos);
+/* cli_parse with the settings above: the environment, --config, --print-config. */
+int cli_parse_settings(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *opts,
+                       size_t n_opts, const char **pos, int max_pos, int *n_pos);
 
 /* Prints "hymt CMD: message" to stderr; returns CLI_ERR for `return cli_fail(...)`. */
 int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -60,6 +86,18 @@ struct hy_model;
 hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
                          int threads, const char *quant, bool fp8_gemm, struct hy_backend **be,
                          struct hy_model **m, struct hy_err *err);
+
+/* What -m MODEL names (hub/cache.h hy_hub_resolve_model): path is what the loaders take (the
+ * folder or GGUF file given, or the hub cache snapshot of a repo id, or its .gguf file),
+ * name the model's display name (the repo id, or the path's last component). */
+struct cli_model {
+    char path[HY_HUB_PATH_MAX];
+    char name[256]; /* a file name (NAME_MAX) or a repo id fits */
+};
+
+/* Resolves arg into *out; on failure prints "hymt CMD: why" (for a repo id absent from the
+ * cache: the paths tried and "run `hymt pull ID`") and returns 1 (the exit code). */
+int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out);
 
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);

@@ -232,6 +232,10 @@ int cmd_bench(int argc, char **argv)
         return r == CLI_HELP ? 0 : 2;
     if (!o.model)
         return cli_fail(&cmd, "-m MODEL is required");
+    static struct cli_model mp;
+    if (cli_model_resolve(&cmd, o.model, &mp))
+        return 1;
+    o.model = mp.path;
     if (cli_check_device_quant(&cmd, o.device, o.quant))
         return 2;
     int nb = parse_batches(o.batches, batches);

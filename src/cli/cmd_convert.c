@@ -94,6 +94,7 @@ struct plan_t {
 
 struct conv {
     const char *model, *out, *type_name;
+    const char *name; /* the model's name (general.name): repo id or folder name */
     bool force;
     enum hy_convert_type type;
     struct hy_config cfg;
@@ -243,8 +244,7 @@ static hy_status write_tensor(struct hy_gguf_w *w, const struct plan_t *p, float
 static hy_status write_gguf(struct conv *c, const char *path, struct hy_err *err)
 {
     struct hy_gguf_w *w = NULL;
-    const char *name = strrchr(c->model, '/');
-    name = name && name[1] ? name + 1 : c->model;
+    const char *name = c->name;
     struct hy_convert_src src = {&c->cfg, c->tok_json, c->tok_config, c->gen_config,
                                  c->chat_template};
     hy_status s = hy_gguf_w_open(&w, path, err);
@@ -330,6 +330,11 @@ int cmd_convert(int argc, char **argv)
     int r = parse(&c, argc, argv);
     if (r)
         return r == CLI_HELP ? 0 : 2;
+    static struct cli_model mp;
+    if (cli_model_resolve(&cmd, c.model, &mp))
+        return 1;
+    c.model = mp.path;
+    c.name = mp.name;
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-%d", c.out, (int)getpid()) >= (int)sizeof tmp)
         return cli_fail(&cmd, "output path too long");

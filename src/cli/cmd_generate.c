@@ -254,6 +254,10 @@ int cmd_generate(int argc, char **argv)
         return r == CLI_HELP ? 0 : 2;
     if (!o.model)
         return cli_fail(&cmd, "-m MODEL is required");
+    static struct cli_model mp;
+    if (cli_model_resolve(&cmd, o.model, &mp))
+        return 1;
+    o.model = mp.path;
     if (o.n < 0)
         return cli_fail(&cmd, "-n N is required");
     if (cli_check_device_quant(&cmd, o.device, o.quant))

@@ -111,6 +111,10 @@ int cmd_info(int argc, char **argv)
         return r == CLI_HELP ? 0 : 2;
     if (n_pos != 1)
         return cli_fail(&cmd, "give one MODEL folder");
+    static struct cli_model mp;
+    if (cli_model_resolve(&cmd, pos[0], &mp))
+        return 1;
+    pos[0] = mp.path;
     struct hy_err err = {{0}};
     struct hy_backend *be = NULL;
     struct hy_model *m = NULL;

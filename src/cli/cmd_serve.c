@@ -31,7 +31,8 @@ static const struct cli_cmd cmd = {
     "one engine that batches every request. SIGINT/SIGTERM stop accepting, let running\n"
     "requests finish (up to --drain SEC) and exit 0.\n"
     "\n"
-    "  -m, --model DIR            checkpoint folder (config.json, safetensors, tokenizer.json);\n"
+    "  -m, --model MODEL          a Hugging Face repo id (ORG/NAME[@REV], in the hub cache:\n"
+    "                             hymt pull), a checkpoint folder or a GGUF file;\n"
     "                             `make serve` serves the random-weight demo model\n"
     "  --host ADDR                address to listen on (default 127.0.0.1)\n"
     "  --port N                   port (default 8080; 0: any free port, logged)\n"
@@ -50,8 +51,11 @@ static const struct cli_cmd cmd = {
     "                             (default 20000)\n"
     "  --max-connections N        open connections, one thread each (default 1024)\n"
     "  --api-key KEY              require 'Authorization: Bearer KEY' on /api and /v1 routes\n"
+    "  --api-key-file FILE        the same, KEY read from FILE's first line (not visible in ps)\n"
     "  --cors ORIGIN              send Access-Control-Allow-Origin: ORIGIN\n"
-    "  --model-name NAME          the model id in responses (default: the folder's name)\n"
+    "  --model-name NAME          the model id in responses (default: the repo id, or the\n"
+    "                             folder's or file's name)\n"
+    HY_CLI_SETTINGS_USAGE
     "  -h, --help                 this text\n",
 };
 
@@ -79,12 +83,13 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"max-body", CLI_STR, &o->max_body, 0, 0, false},
         {"max-chars", CLI_INT, &o->max_chars, 1, 1 << 26, false},
         {"max-connections", CLI_INT, &o->max_conns, 1, 65536, false},
-        {"api-key", CLI_STR, &o->api_key, 0, 0, false},
+        {"api-key", CLI_SECRET, &o->api_key, 0, 0, false},
         {"cors", CLI_STR, &o->cors, 0, 0, false},
         {"model-name", CLI_STR, &o->name, 0, 0, false},
     };
     int n_pos = 0;
-    int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0, &n_pos);
+    int r = cli_parse_settings(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0,
+                               &n_pos);
     if (r)
         return r;
     if (!o->model)
@@ -116,7 +121,7 @@ static void model_name(const struct serve_opts *o, bool demo, char *buf, size_t 
 
 static bool is_demo(const char *dir)
 {
-    char path[4096];
+    char path[HY_HUB_PATH_MAX + sizeof SERVE_DEMO_MARKER];
     snprintf(path, sizeof path, "%s/%s", dir, SERVE_DEMO_MARKER);
     return access(path, F_OK) == 0;
 }
@@ -209,8 +214,14 @@ int cmd_serve(int argc, char **argv)
     if (o.max_body &&
         (max_body = cli_parse_size(&cmd, "--max-body", o.max_body, 64, 1ll << 32)) < 0)
         return 2;
+    static struct cli_model mp; /* -m: a folder, a GGUF file or a repo id in the hub cache */
+    if (cli_model_resolve(&cmd, o.model, &mp))
+        return 1;
+    o.model = mp.path;
     char name[256];
     bool demo = is_demo(o.model);
+    if (!o.name && !demo)
+        o.name = mp.name; /* the repo id, not the snapshot's commit hash */
     model_name(&o, demo, name, sizeof name);
     struct hy_server_config cfg = {.host = o.host,
                                    .port = (int)o.port,

@@ -230,6 +230,11 @@ int cmd_tokenize(int argc, char **argv)
         return cli_fail(&cmd, "--special and --replace-invalid apply to encoding, not --decode");
     if (!o.decode && o.skip_special)
         return cli_fail(&cmd, "--skip-special applies to --decode");
+    static struct cli_model mp;
+    if (o.model && cli_model_resolve(&cmd, o.model, &mp))
+        return 1;
+    if (o.model)
+        o.model = mp.path;
     struct hy_err err = {{0}};
     struct hy_tok *tok = NULL;
     double t0 = hy_clock_now();

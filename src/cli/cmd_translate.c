@@ -346,6 +346,10 @@ int cmd_translate(int argc, char **argv)
     int r = parse_opts(&o, argc, argv, files, &n_files);
     if (r)
         return r == CLI_HELP ? 0 : 2;
+    static struct cli_model mp;
+    if (cli_model_resolve(&cmd, o.model, &mp))
+        return 1;
+    o.model = mp.path;
     struct hy_doc_opts d = {0};
     if (!(d.tgt = lang_or_fail("--to", o.to)))
         return 2;

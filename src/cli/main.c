@@ -20,6 +20,7 @@ static const char usage[] =
     "  bench            measure engine throughput on random prompts\n"
     "  convert          write a checkpoint as one GGUF file (bf16, q8_0, q4_0, q4_k_m)\n"
     "  serve            HTTP server: translation API, OpenAI API, metrics, web page\n"
+    "  pull             download a model from the Hugging Face hub into the local cache\n"
     "\n"
     "options:\n"
     "  -h, --help       this text; 'hymt COMMAND --help' for a command's options\n"
@@ -45,6 +46,7 @@ static const struct command commands[] = {
     {"bench", cmd_bench},
     {"convert", cmd_convert},
     {"serve", cmd_serve},
+    {"pull", cmd_pull},
 };
 
 int main(int argc, char **argv)
