@@ -40,9 +40,12 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc libmicrohttpd libmicrohttpd-dev
     need_pc libcurl libcurl4-openssl-dev # hymt pull
     need_pc libcrypto libssl-dev         # sha256 of pulled files
+    need_pc sqlite3 libsqlite3-dev
+    need_pc expat libexpat1-dev
 else
     missing="$missing libjansson-dev libonig-dev libutf8proc-dev libmicrohttpd-dev"
     missing="$missing libcurl4-openssl-dev libssl-dev"
+    missing="$missing libsqlite3-dev libexpat1-dev"
 fi
 
 # tests

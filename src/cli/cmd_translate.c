@@ -49,6 +49,9 @@ static const struct cli_cmd cmd = {
     "                             terms gets the terminology prompt (HY-MT1.5 models)\n"
     "  --context N                give each segment the N segments before it as context\n"
     "                             (the context prompt; HY-MT1.5 models; 0..16, default 0)\n"
+    "  --tm FILE                  translation memory (SQLite, created if missing): segments\n"
+    "                             found there are not translated again, new ones are stored\n"
+    "                             ('hymt tm' imports and exports TMX)\n"
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     HY_CLI_KV_USAGE
@@ -65,7 +68,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *device, *quant, *glossary, *format;
+    const char *model, *to, *from, *out, *device, *quant, *glossary, *format, *tm;
     int64_t threads, top_k, seed, max_seg, max_new, context;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
@@ -189,6 +192,10 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
     if (r.terms_left_out)
         fprintf(stderr, "hymt translate: %s: %zu glossary terms left out (more than %d in one "
                         "segment)\n", path, r.terms_left_out, HY_GLOSSARY_MAX_HITS);
+    if (hy_log_level >= HY_LOG_INFO && o->tm)
+        fprintf(stderr, "hymt translate: %s: translation memory: %zu segments found, %zu stored, "
+                        "%zu failed lookups or stores\n", strcmp(path, "-") ? path : "stdin",
+                r.tm_hits, r.tm_stored, r.tm_errors);
     if (hy_log_level >= HY_LOG_INFO && (o->glossary || o->context_segs > 0))
         fprintf(stderr, "hymt translate: %s: %zu segments with glossary terms, %zu with context "
                         "(%zu of them shortened to fit)\n", strcmp(path, "-") ? path : "stdin",
@@ -222,6 +229,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"glossary", CLI_STR, &o->glossary, 0, 0, false},
         {"format", CLI_STR, &o->format, 0, 0, false},
+        {"tm", CLI_STR, &o->tm, 0, 0, false},
         {"context", CLI_INT, &o->context, 0, 16, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
@@ -368,7 +376,29 @@ int cmd_translate(int argc, char **argv)
         return 1;
     }
     d.glossary = g;
+    struct hy_tm *tm = NULL;
+    char model_name[256];
+    if (o.tm) {
+        struct hy_err err = {{0}};
+        if (hy_tm_open(&tm, o.tm, &err)) {
+            fprintf(stderr, "hymt translate: %s\n", err.msg);
+            hy_glossary_destroy(g);
+            return 1;
+        }
+        /* the checkpoint's folder (or file) name, and the load-time quantization */
+        size_t n = strlen(o.model);
+        while (n > 1 && o.model[n - 1] == '/')
+            n--;
+        size_t b = n;
+        while (b > 0 && o.model[b - 1] != '/')
+            b--;
+        snprintf(model_name, sizeof model_name, "%.*s%s%s", (int)(n - b > 200 ? 200 : n - b),
+                 o.model + b, o.quant ? "+" : "", o.quant ? o.quant : "");
+        d.tm = tm;
+        d.tm_model = model_name;
+    }
     r = run(&o, &d, files, n_files);
+    hy_tm_close(tm);
     hy_glossary_destroy(g);
     return r;
 }

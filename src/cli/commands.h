@@ -12,5 +12,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
+int cmd_tm(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const char usage[] =
     "  convert          write a checkpoint as one GGUF file (bf16, q8_0, q4_0, q4_k_m)\n"
     "  serve            HTTP server: translation API, OpenAI API, metrics, web page\n"
     "  pull             download a model from the Hugging Face hub into the local cache\n"
+    "  tm               translation memory: TMX import and export\n"
     "\n"
     "options:\n"
     "  -h, --help       this text; 'hymt COMMAND --help' for a command's options\n"
@@ -47,6 +48,7 @@ static const struct command commands[] = {
     {"convert", cmd_convert},
     {"serve", cmd_serve},
     {"pull", cmd_pull},
+    {"tm", cmd_tm},
 };
 
 int main(int argc, char **argv)

@@ -24,6 +24,9 @@ struct seg_job {
     struct hy_detok dt;
     int n_fed;      /* ids already through the detokenizer */
     bool started;   /* its separator and first visible character are written */
+    char *tm_settings; /* its translation-memory settings (tm.h), when a memory is used */
+    char *tm_text;     /* the memory's translation, on a hit */
+    size_t tm_len;
 };
 
 struct doc {
@@ -44,6 +47,8 @@ struct doc {
     char *ctx;          /* scratch for a segment's context [context_len + 1 + len] */
     char *ws;           /* the front segment's whitespace held back (see emit) */
     size_t n_ws, cap_ws;
+    char *out;          /* the front segment's translation as written, for the memory */
+    size_t n_out, cap_out;
     struct hy_doc_result *res;
     double t0;
 };
@@ -73,6 +78,45 @@ static hy_status split(struct doc *d, struct hy_err *err)
     st = hy_seg_split(d->text, d->len, &so, d->segs, n, &d->n, &d->trail, err);
     d->res->segments = d->n;
     return st;
+}
+
+static void finish(struct doc *d, size_t i, enum hy_finish why);
+
+static struct hy_tm_key tm_key(const struct doc *d, size_t i)
+{
+    const struct hy_seg *g = &d->segs[i];
+    return (struct hy_tm_key){d->src ? d->src->code : "", d->o->tgt->code,
+                              d->o->tm_model ? d->o->tm_model : "", d->jobs[i].tm_settings,
+                              d->text + g->off, g->len};
+}
+
+/* Segment i's memory settings (what shaped its prompt besides the text: tm.h), and its
+ * translation if the memory has one. A failed lookup is counted and translated. */
+static hy_status tm_lookup(struct doc *d, size_t i, const struct hy_prompt_ext *x,
+                           struct hy_err *err)
+{
+    struct seg_job *j = &d->jobs[i];
+    size_t need = 16;
+    for (size_t t = 0; t < x->n_terms; t++)
+        need += x->terms[t].src_len + x->terms[t].tgt_len + 2;
+    if (!(j->tm_settings = malloc(need + 32)))
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    char *p = j->tm_settings;
+    if (x->n_terms) {
+        p += sprintf(p, "terms\n");
+        for (size_t t = 0; t < x->n_terms; t++)
+            p += sprintf(p, "%s\t%s\n", x->terms[t].src, x->terms[t].tgt);
+    } else if (x->context_len) {
+        hy_tm_settings_context(x->context, x->context_len, p, need + 32);
+    } else {
+        *p = '\0';
+    }
+    struct hy_tm_key k = tm_key(d, i);
+    struct hy_err e2 = {{0}};
+    hy_status st = hy_tm_get(d->o->tm, &k, &j->tm_text, &j->tm_len, &e2);
+    if (st && st != HY_E_NOTFOUND)
+        d->res->tm_errors++;
+    return HY_OK;
 }
 
 /* Segment i's context with its k previous segments: the given context (if given), a line
@@ -131,6 +175,8 @@ static hy_status build_prompt(struct doc *d, size_t i, size_t cap, size_t *n, st
     d->res->with_terms += !st && x.n_terms;
     d->res->with_context += !st && x.context_len;
     d->res->context_cut += !st && !x.n_terms && (k < want || given != (d->o->context_len > 0));
+    if (!st && d->o->tm && !d->jobs[i].tm_settings)
+        st = tm_lookup(d, i, &x, err);
     return st;
 }
 
@@ -144,6 +190,11 @@ static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
     hy_status st = build_prompt(d, i, (size_t)ep->max_seq_tokens - 1, &n, err);
     if (st)
         return st == HY_E_NOSPACE ? HY_E_RANGE : st;
+    if (j->tm_text) { /* answered by the memory: no engine */
+        d->res->tm_hits++;
+        finish(d, i, HY_FINISH_STOP);
+        return HY_OK;
+    }
     int room = ep->max_seq_tokens - (int)n;
     int want = d->o->max_new_tokens > 0 ? d->o->max_new_tokens
                                         : 2 * (int)count_tokens(d, d->text + g->off, g->len) + 64;
@@ -218,6 +269,22 @@ static hy_status put(struct doc *d, const char *s, size_t n, struct hy_err *err)
     return n ? d->o->write(d->o->write_ctx, s, n, err) : HY_OK;
 }
 
+/* Appends written translation text to the front segment's copy for the memory. */
+static hy_status keep(struct doc *d, const char *s, size_t n, struct hy_err *err)
+{
+    if (d->n_out + n > d->cap_out) {
+        size_t cap = 2 * (d->n_out + n) + 256;
+        char *p = realloc(d->out, cap);
+        if (!p)
+            return hy_err_set(err, HY_E_NOMEM, "out of memory");
+        d->out = p;
+        d->cap_out = cap;
+    }
+    memcpy(d->out + d->n_out, s, n);
+    d->n_out += n;
+    return HY_OK;
+}
+
 /* Writes text of segment i, the front of the output, as it is generated, with the effect
  * of trimming the whole translation: leading whitespace is dropped, the original
  * separator goes out just before the first visible character, and whitespace is held back
@@ -260,9 +327,13 @@ static hy_status emit(struct doc *d, size_t i, const char *s, size_t n, struct h
         }
         if (!st)
             st = put(d, d->ws, d->n_ws, err);
+        if (!st && d->o->tm)
+            st = keep(d, d->ws, d->n_ws, err);
         d->n_ws = 0;
         if (!st)
             st = put(d, s + a, b - a, err);
+        if (!st && d->o->tm)
+            st = keep(d, s + a, b - a, err);
         a = b;
     }
     return st;
@@ -297,6 +368,15 @@ static hy_status flush(struct doc *d, struct hy_err *err)
             int k = hy_detok_flush(&j->dt, buf, sizeof buf);
             st = emit(d, d->next_write, buf, k > 0 ? (size_t)k : 0, err);
         }
+        if (!st && ok && j->tm_text)
+            st = emit(d, d->next_write, j->tm_text, j->tm_len, err);
+        if (!st && d->o->tm && j->finish == HY_FINISH_STOP && !j->tm_text && j->started) {
+            struct hy_tm_key k = tm_key(d, d->next_write);
+            bool stored = hy_tm_put(d->o->tm, &k, d->out, d->n_out, NULL) == HY_OK;
+            d->res->tm_stored += stored;
+            d->res->tm_errors += !stored;
+        }
+        d->n_out = 0;
         if (!st && !j->started) {
             st = put(d, d->text + g->sep_off, g->sep_len, err);
             if (!st)
@@ -348,6 +428,8 @@ static void cleanup(struct doc *d)
         if (d->jobs[i].submitted && !d->jobs[i].done)
             hy_engine_release(d->e, d->jobs[i].h); /* cancels it */
         free(d->jobs[i].ids);
+        free(d->jobs[i].tm_settings);
+        free(d->jobs[i].tm_text);
     }
     free(d->jobs);
     free(d->segs);
@@ -355,6 +437,7 @@ static void cleanup(struct doc *d)
     free(d->count_buf);
     free(d->ctx);
     free(d->ws);
+    free(d->out);
 }
 
 hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,

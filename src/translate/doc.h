@@ -18,6 +18,7 @@
 #include "tokenizer/tokenizer.h"
 #include "translate/glossary.h"
 #include "translate/lang.h"
+#include "translate/tm.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +52,11 @@ struct hy_doc_opts {
     const char *context;               /* text before the document (borrowed, UTF-8) */
     size_t context_len;
     int context_segs;                  /* also the document's previous N segments (source) */
+    /* Optional translation memory (tm.h, borrowed): a segment found there (same languages,
+     * prompt settings, model or an imported entry, exact source) is written from it without
+     * the engine; every segment the model finishes (stop token, not cut) is stored. */
+    struct hy_tm *tm;
+    const char *tm_model;              /* the model's name in the memory ("" if NULL) */
     /* Output sink, called in document order; a non-OK return stops the translation. */
     hy_status (*write)(void *ctx, const char *s, size_t n, struct hy_err *err);
     void *write_ctx;
@@ -71,6 +77,10 @@ struct hy_doc_result {
     size_t with_context;    /* segments translated with the context prompt */
     size_t terms_left_out;  /* terms found beyond HY_GLOSSARY_MAX_HITS in a segment */
     size_t context_cut;     /* segments whose context was shortened to fit the prompt */
+    size_t tm_hits;         /* segments answered from the translation memory */
+    size_t tm_stored;       /* segments stored into it */
+    size_t tm_errors;       /* lookups or stores that failed (locked file, disk): translated
+                             * or written all the same */
     int64_t tokens_in, tokens_out;
     const struct hy_lang *src; /* the source language used (detected or given); may be NULL */
     double elapsed_s;
