@@ -158,7 +158,6 @@ add_test(NAME translate_format_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/transla
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(translate_format_test PROPERTIES LABELS unit TIMEOUT 300)
 
-<<<<<<< HEAD
 # The hub cache and `hymt pull` (src/hub/): -m REPO resolved in a hub cache laid out as
 # huggingface_hub does, and pulls from a local imitation of the hub (tests/hub/fake_hub.py).
 add_test(NAME hub_resolve_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/hub/resolve_test.sh
@@ -171,11 +170,10 @@ set_tests_properties(hub_resolve_test hub_pull_test PROPERTIES LABELS unit TIMEO
 add_test(NAME cli_settings_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/settings_test.sh
   ${CMAKE_BINARY_DIR}/hymt ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(cli_settings_test PROPERTIES LABELS server TIMEOUT 300)
-=======
+
 # The translation memory (issue 18 item 5): --tm answers a repeated document from its
 # store, a document fully in an imported TMX with 0 engine tokens, TMX export/import/export
 # identical, concurrent imports. Skips (77) in a build without SQLite and expat.
 add_test(NAME translate_tm_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/tm_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(translate_tm_test PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
->>>>>>> fde7922 (translate: translation memory on SQLite (issue 18 item 5): tm.h (key: languages, prompt settings, exact source, model or an imported entry; WAL + 5 s busy timeout for shared files; TMX 1.4 export in a fixed order, import with expat: srclang, en-US/zh-TW mapping, inline codes dropped), doc.c answers hits without the engine and stores segments the model finished; hymt translate --tm FILE; hymt tm import|export|count; SQLite/expat optional at build time; tests: tm_test (43 checks), tm_cli_test (30: a document fully from an imported TMX with 0 engine tokens, a repeated document answered from the store, export->import->export byte-identical, two concurrent imports))
