@@ -133,6 +133,9 @@ set_tests_properties(quant_accuracy_test PROPERTIES FIXTURES_REQUIRED quant_acc_
 # --force, generate/translate/info on a .gguf) is tests/gguf/convert_cli_test.sh (unit).
 hy_add_test(gguf_model_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/gguf/gguf_model_test.c)
 add_dependencies(gguf_model_test hymt)
+# hy_v3 in llama.cpp's hy_v3 layout, both ways (label model)
+hy_add_test(gguf_hyv3_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/gguf/gguf_hyv3_test.c)
+add_dependencies(gguf_hyv3_test hymt)
 add_test(NAME gguf_cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gguf/convert_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)

@@ -35,7 +35,8 @@ static const char usage[] =
     "usage: hymt convert -m MODEL -o FILE.gguf [--type TYPE] [--force]\n"
     "\n"
     "Converts a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json) to\n"
-    "one GGUF file in llama.cpp's hunyuan-dense layout, tokenizer and chat template included\n"
+    "one GGUF file in llama.cpp's hunyuan-dense (or, for hy_v3, hy_v3) layout, tokenizer and\n"
+    "chat template included\n"
     "(a folder without tokenizer.json gives a GGUF without a tokenizer, with a warning).\n"
     "Every hymt command loads it with -m FILE.gguf; llama.cpp loads it too.\n"
     "\n"
@@ -194,9 +195,6 @@ static hy_status open_sources(struct conv *c, struct hy_err *err)
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", c->model);
     hy_status s = hy_config_load(&c->cfg, path, err);
-    if (!s && c->cfg.arch != HY_ARCH_DENSE) /* llama.cpp's hy-v3 layout: not written yet */
-        s = hy_err_set(err, HY_E_UNSUPPORTED, "%s: converting hy_v3 to GGUF is not supported "
-                       "yet (hunyuan_v1_dense is)", c->model);
     if (!s)
         s = hy_st_open(&c->st, c->model, err);
     snprintf(path, sizeof path, "%s/tokenizer.json", c->model);
@@ -340,10 +338,17 @@ int cmd_convert(int argc, char **argv)
         return cli_fail(&cmd, "output path too long");
     struct hy_err err = {{0}};
     hy_status s = open_sources(&c, &err);
-    if (!s)
+    if (!s && c.cfg.arch == HY_ARCH_HYV3) { /* llama.cpp's hy_v3 layout: convert_hyv3.c */
+        const char *name = strrchr(c.model, '/');
+        struct hy_convert_src src = {&c.cfg, c.tok_json, c.tok_config, c.gen_config,
+                                     c.chat_template};
+        s = hy_convert_hyv3(tmp, name && name[1] ? name + 1 : c.model, c.st, &src, c.tok,
+                            c.type, &c.n_plan, &err);
+    } else if (!s) {
         s = make_plan(&c, &err);
-    if (!s)
-        s = write_gguf(&c, tmp, &err);
+        if (!s)
+            s = write_gguf(&c, tmp, &err);
+    }
     if (!s && rename(tmp, c.out) != 0)
         s = hy_err_set(&err, HY_E_IO, "%s: cannot rename to %s: %s", tmp, c.out, strerror(errno));
     if (s) {

@@ -40,4 +40,12 @@ hy_status hy_convert_model_meta(struct hy_gguf_w *w, const struct hy_config *c, 
 hy_status hy_convert_tokenizer_meta(struct hy_gguf_w *w, const struct hy_convert_src *src,
                                     const struct hy_tok *tok, struct hy_err *err);
 
+/* convert_hyv3.c: a hy_v3 checkpoint (src->cfg, tensors of st by model/hy_v3.h's names) as
+ * llama.cpp's "hy_v3" GGUF at path; *n_tensors: how many the file holds. The 4-bit types
+ * are HY_E_UNSUPPORTED for hy_v3. */
+struct hy_st;
+hy_status hy_convert_hyv3(const char *path, const char *name, const struct hy_st *st,
+                          const struct hy_convert_src *src, const struct hy_tok *tok,
+                          enum hy_convert_type type, int *n_tensors, struct hy_err *err);
+
 #endif

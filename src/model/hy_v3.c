@@ -111,7 +111,7 @@ static hy_status bind_moe(struct hy_moe_weights *mw, const struct hy_st *st,
 static int64_t elems(const struct hy_weight *w) { return w->rows * w->cols; }
 
 /* Parameters: all of them, and those one token uses (k of the E experts a MoE layer). */
-static void count_params(struct hy_model *m)
+void hy_v3_count_params(struct hy_model *m)
 {
     const struct hy_config *c = &m->cfg;
     int64_t n = elems(&m->tok_embd) + elems(&m->out_norm) + elems(&m->lm_head), idle = 0;
@@ -169,15 +169,20 @@ static hy_status bind_layers(struct hy_model *m, struct hy_err *err)
     return s;
 }
 
-hy_status hy_v3_bind(struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
+hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
 {
-    const struct hy_config *c = &m->cfg;
     if (m->be->i->weight_upload)
         return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 runs on the CPU backends only for now "
                           "(the %s backend is not one)", m->be->i->name);
     if (quant != HY_DTYPE_F32)
         return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: load-time quantization (%s) is not "
                           "supported yet; run it as stored", hy_dtype_name(quant));
+    return HY_OK;
+}
+
+hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err)
+{
+    const struct hy_config *c = &m->cfg;
     hy_status s = bindf(&m->tok_embd, m->st, c->vocab_size, c->hidden_size, err,
                         "model.embed_tokens.weight", 0, 0);
     if (!s)
@@ -189,7 +194,7 @@ hy_status hy_v3_bind(struct hy_model *m, enum hy_dtype quant, struct hy_err *err
     if (!s)
         s = bind_layers(m, err);
     if (!s)
-        count_params(m);
+        hy_v3_count_params(m);
     return s;
 }
 

@@ -19,8 +19,9 @@
  *   MoE layers mlp.router.gate.weight [E, hidden], mlp.expert_bias [E] (float32 as released;
  *   bf16/f16 read too), mlp.experts.J.{gate,up,down}_proj.weight, mlp.shared_mlp.{gate,up,
  *   down}_proj.weight; model.embed_tokens / model.norm / lm_head.weight.
- * Matrices must be F32, F16 or BF16. hy_v3 runs on the CPU backends only: a backend with
- * device memory (weight_upload) and load-time quantization are HY_E_UNSUPPORTED for now.
+ * Matrices must be F32, F16 or BF16 (GGUF files: also the block types hymt reads). hy_v3
+ * runs on the CPU backends only: a backend with device memory (weight_upload) and
+ * load-time quantization are HY_E_UNSUPPORTED for now.
  * Engine thread only, as hunyuan.h. */
 #ifndef HY_MODEL_HY_V3_H
 #define HY_MODEL_HY_V3_H
@@ -36,12 +37,17 @@ struct hy_moe_weights {
     struct hy_weight sh_down;        /* [hidden, F * n_shared] */
 };
 
+/* What hy_v3 does not run yet, refused before anything is bound: a backend with device
+ * memory, load-time quantization (quant other than HY_DTYPE_F32). */
+hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err);
 /* Binds every tensor of m->st (already open) for the hy_v3 config m->cfg: layers,
- * embedding, norm, head, and counts n_params and n_active_params. quant: the requested
- * load-time quantization (only HY_DTYPE_F32, none, is accepted). On error the caller
- * destroys m (hy_v3_unbind frees what was made). */
-hy_status hy_v3_bind(struct hy_model *m, enum hy_dtype quant, struct hy_err *err);
+ * embedding, norm, head, and counts the parameters. On error the caller destroys m
+ * (hy_v3_unbind frees what was made). GGUF files: load_gguf.h's hy_gguf_hyv3_bind. */
+hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err);
 void hy_v3_unbind(struct hy_model *m); /* no-op for a dense model */
+/* n_params and n_active_params (k of the E experts of each MoE layer) from the bound
+ * weights. */
+void hy_v3_count_params(struct hy_model *m);
 
 /* The routing buffers of a scratch for steps of up to s->max_tokens tokens. */
 hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,

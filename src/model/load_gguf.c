@@ -1,12 +1,15 @@
 /* load_gguf.c: config and weights from a GGUF file (load_gguf.h has the contract). */
 #include "model/load_gguf.h"
 
+#include "formats/config_hyv3.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ARCH "hunyuan-dense"
+#define ARCH_HYV3 "hy_v3" /* llama.cpp's LLM_ARCH_HY_V3; hy_v3_gguf.c has its parts */
 
 /* A per-model dimension: a scalar, or an array whose elements are all equal (llama.cpp
  * accepts per-layer arrays for some keys; hymt runs uniform layers only). */
@@ -26,7 +29,9 @@ static hy_status get_dim(const struct hy_gguf *g, const char *key, bool required
         *out = hy_gguf_arr_int(kv, 0);
         return HY_OK;
     }
-    uint64_t v = (uint64_t)*out;
+    if (!kv && !required) /* absent: *out keeps its default (which may be -1) */
+        return HY_OK;
+    uint64_t v = 0;
     hy_status s = hy_gguf_get_uint(g, key, required, &v, err);
     if (s)
         return s;
@@ -47,23 +52,33 @@ static hy_status get_token(const struct hy_gguf *g, const char *key, int64_t *ou
     return s;
 }
 
-static hy_status read_dims(struct hy_config *c, const struct hy_gguf *g, struct hy_err *err)
+/* get_dim of key "<arch>.<suffix>". */
+static hy_status get_arch_dim(const struct hy_gguf *g, const char *arch, const char *suffix,
+                              bool required, int64_t *out, struct hy_err *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return get_dim(g, key, required, out, err);
+}
+
+static hy_status read_dims(struct hy_config *c, const struct hy_gguf *g, const char *arch,
+                           struct hy_err *err)
 {
     const struct {
         const char *key;
         int64_t *dst;
         bool required;
     } f[] = {
-        {ARCH ".block_count", &c->num_hidden_layers, true},
-        {ARCH ".embedding_length", &c->hidden_size, true},
-        {ARCH ".feed_forward_length", &c->intermediate_size, true},
-        {ARCH ".attention.head_count", &c->num_attention_heads, true},
-        {ARCH ".attention.head_count_kv", &c->num_key_value_heads, false},
-        {ARCH ".context_length", &c->max_position_embeddings, true},
+        {"block_count", &c->num_hidden_layers, true},
+        {"embedding_length", &c->hidden_size, true},
+        {"feed_forward_length", &c->intermediate_size, true},
+        {"attention.head_count", &c->num_attention_heads, true},
+        {"attention.head_count_kv", &c->num_key_value_heads, false},
+        {"context_length", &c->max_position_embeddings, true},
     };
     c->num_key_value_heads = -1;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        hy_status s = get_dim(g, f[i].key, f[i].required, f[i].dst, err);
+        hy_status s = get_arch_dim(g, arch, f[i].key, f[i].required, f[i].dst, err);
         if (s)
             return s;
     }
@@ -73,11 +88,11 @@ static hy_status read_dims(struct hy_config *c, const struct hy_gguf *g, struct 
         return hy_err_set(err, HY_E_RANGE, "%s: head_count and embedding_length must be >= 1",
                           hy_gguf_path(g));
     int64_t kl = c->hidden_size / c->num_attention_heads, vl = -1, rot = -1;
-    hy_status s = get_dim(g, ARCH ".attention.key_length", false, &kl, err);
+    hy_status s = get_arch_dim(g, arch, "attention.key_length", false, &kl, err);
     if (!s)
-        s = get_dim(g, ARCH ".attention.value_length", false, &vl, err);
+        s = get_arch_dim(g, arch, "attention.value_length", false, &vl, err);
     if (!s)
-        s = get_dim(g, ARCH ".rope.dimension_count", false, &rot, err);
+        s = get_arch_dim(g, arch, "rope.dimension_count", false, &rot, err);
     if (s)
         return s;
     if ((vl >= 0 && vl != kl) || (rot >= 0 && rot != kl))
@@ -91,14 +106,18 @@ static hy_status read_dims(struct hy_config *c, const struct hy_gguf *g, struct 
 
 /* rope.freq_base is the effective base (model doc 3.6): never scaled again, unless the file
  * says rope.scaling.alpha (as llama.cpp's loader does). */
-static hy_status read_rope(struct hy_config *c, const struct hy_gguf *g, struct hy_err *err)
+static hy_status read_rope(struct hy_config *c, const struct hy_gguf *g, const char *arch,
+                           struct hy_err *err)
 {
-    double base = 10000.0, exact = 0.0, alpha = 0.0;
-    hy_status s = hy_gguf_get_real(g, ARCH ".rope.freq_base", false, &base, err);
+    double base = c->rope_theta > 0 ? c->rope_theta : 10000.0, exact = 0.0, alpha = 0.0;
+    char kb[128], ka[128];
+    snprintf(kb, sizeof kb, "%s.rope.freq_base", arch);
+    snprintf(ka, sizeof ka, "%s.rope.scaling.alpha", arch);
+    hy_status s = hy_gguf_get_real(g, kb, false, &base, err);
     if (!s)
         s = hy_gguf_get_real(g, "hymt.rope.freq_base", false, &exact, err);
     if (!s)
-        s = hy_gguf_get_real(g, ARCH ".rope.scaling.alpha", false, &alpha, err);
+        s = hy_gguf_get_real(g, ka, false, &alpha, err);
     if (s)
         return s;
     if (exact > 0 && (float)exact == (float)base)
@@ -141,25 +160,34 @@ hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, st
     hy_status s = hy_gguf_get_str(g, "general.architecture", true, &arch, &len, err);
     if (s)
         return s;
-    if (len != strlen(ARCH) || memcmp(arch, ARCH, len))
+    const bool hyv3 = len == strlen(ARCH_HYV3) && !memcmp(arch, ARCH_HYV3, len);
+    if (!hyv3 && (len != strlen(ARCH) || memcmp(arch, ARCH, len)))
         return hy_err_set(err, HY_E_UNSUPPORTED, "%s: general.architecture '%.*s' is not "
-                          "supported (hymt runs %s)", hy_gguf_path(g), (int)(len > 40 ? 40 : len),
-                          arch, ARCH);
+                          "supported (hymt runs %s and %s)", hy_gguf_path(g),
+                          (int)(len > 40 ? 40 : len), arch, ARCH, ARCH_HYV3);
+    const char *a = hyv3 ? ARCH_HYV3 : ARCH;
     struct hy_config c;
     memset(&c, 0, sizeof c);
-    snprintf(c.model_type, sizeof c.model_type, "hunyuan_v1_dense");
-    snprintf(c.architecture, sizeof c.architecture, "HunYuanDenseV1ForCausalLM");
+    snprintf(c.model_type, sizeof c.model_type, hyv3 ? "hy_v3" : "hunyuan_v1_dense");
+    snprintf(c.architecture, sizeof c.architecture,
+             hyv3 ? "HYV3ForCausalLM" : "HunYuanDenseV1ForCausalLM");
     snprintf(c.hidden_act, sizeof c.hidden_act, "silu");
     c.use_qk_norm = true;
     c.bos_token_id = c.pad_token_id = c.sep_token_id = c.eod_token_id = -1;
+    if (hyv3)
+        hy_config_hyv3_defaults(&c);
     double eps = 0;
-    s = read_dims(&c, g, err);
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
+    s = read_dims(&c, g, a, err);
     if (!s)
-        s = hy_gguf_get_real(g, ARCH ".attention.layer_norm_rms_epsilon", true, &eps, err);
+        s = hy_gguf_get_real(g, key, true, &eps, err);
     if (!s)
-        s = read_rope(&c, g, err);
+        s = read_rope(&c, g, a, err);
     if (!s)
         s = read_tokens(&c, g, err);
+    if (!s && hyv3)
+        s = hy_gguf_hyv3_config(&c, g, err);
     if (s)
         return s;
     c.rms_norm_eps = eps;
@@ -184,6 +212,12 @@ hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, st
  * ne = {cols, rows}. */
 static hy_status bind(struct hy_weight *w, const struct hy_gguf *g, const char *name, int64_t rows,
                       int64_t cols, struct hy_err *err)
+{
+    return hy_gguf_bind(w, g, name, rows, cols, err);
+}
+
+hy_status hy_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char *name,
+                       int64_t rows, int64_t cols, struct hy_err *err)
 {
     const struct hy_gguf_tensor *t = hy_gguf_find_tensor(g, name);
     if (!t)
@@ -235,6 +269,8 @@ hy_status hy_model_bind_gguf(struct hy_model *m, const char *path, struct hy_err
         return s;
     const struct hy_config *c = &m->cfg;
     const struct hy_gguf *g = m->gguf;
+    if (c->arch == HY_ARCH_HYV3)
+        return hy_gguf_hyv3_bind(m, err);
     s = bind(&m->tok_embd, g, "token_embd.weight", c->vocab_size, c->hidden_size, err);
     if (!s)
         s = bind(&m->out_norm, g, "output_norm.weight", 0, c->hidden_size, err);

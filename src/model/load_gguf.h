@@ -1,4 +1,5 @@
-/* load_gguf.h: a HunYuanDense model from a GGUF file (llama.cpp's "hunyuan-dense" layout,
+/* load_gguf.h: a HunYuanDense or hy_v3 model from a GGUF file (llama.cpp's "hunyuan-dense"
+ * and "hy_v3" layouts; hy_v3: model/hy_v3.h and below),
  * model doc 3.4 and 3.6), internal to src/model (hy_model_load dispatches here when its path
  * is a GGUF file).
  * Config: from the hunyuan-dense.* keys; rope.freq_base is the effective base, already
@@ -22,5 +23,16 @@ hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, st
 /* Opens path into m->gguf, fills m->cfg and binds every weight (m->layers allocated,
  * m->n_params set). On failure what was set is freed by hy_model_destroy. */
 hy_status hy_model_bind_gguf(struct hy_model *m, const char *path, struct hy_err *err);
+
+/* Binds tensor `name` of shape [rows, cols] (rows 0: a vector of cols; ggml order
+ * ne = {cols, rows}) in a type hymt reads. For the GGUF binders of src/model. */
+hy_status hy_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char *name,
+                       int64_t rows, int64_t cols, struct hy_err *err);
+
+/* hy_v3 (llama.cpp's "hy_v3", hy_v3_gguf.c): the expert keys of the metadata into c (after
+ * the common ones; which layers are MoE: those with blk.N.ffn_gate_inp.weight), and every
+ * weight of m (config already read), the experts as slices of the stacked 3-D tensors. */
+hy_status hy_gguf_hyv3_config(struct hy_config *c, const struct hy_gguf *g, struct hy_err *err);
+hy_status hy_gguf_hyv3_bind(struct hy_model *m, struct hy_err *err);
 
 #endif

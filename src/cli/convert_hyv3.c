@@ -1,0 +1,267 @@
+/* convert_hyv3.c: `hymt convert` for a hy_v3 checkpoint: one GGUF file laid out as
+ * llama.cpp's conversion/hunyuan.py (HYV3Model) writes it and src/models/hy-v3.cpp reads it:
+ * general.architecture "hy_v3", the common hy_v3.* keys (TextModel) plus
+ * expert_feed_forward_length, expert_shared_feed_forward_length (width x shared experts),
+ * expert_weights_norm, expert_weights_scale (router_scaling_factor) and expert_gating_func
+ * 2 (sigmoid); tensors by the names model/hy_v3_gguf.c reads, each layer's experts stacked
+ * into blk.N.ffn_{gate,up,down}_exps (expert-major), the selection bias as blk.N.exp_probs_b.
+ * Types as the converter gives them: 1-D tensors, ffn_gate_inp and exp_probs_b F32; every
+ * other matrix the --type (q8_0: F16 where in-features are not a multiple of 32). The 4-bit
+ * types are refused for hy_v3 (llama-quantize's rules for expert tensors are not copied). */
+#include "cli/convert.h"
+
+#include "core/log.h"
+#include "formats/safetensors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define A "hy_v3"
+
+struct v3item {
+    char name[HY_GGUF_MAX_NAME];
+    const struct hy_st_tensor **src; /* n_src tensors stacked in order (into the pool) */
+    int n_src;
+    uint32_t type;
+    int n_dims;
+    uint64_t ne[3];
+};
+
+struct v3plan {
+    const struct hy_st *st;
+    const struct hy_config *cfg;
+    enum hy_convert_type type;
+    struct v3item *it;
+    int n;
+    const struct hy_st_tensor **pool; /* source pointers of every item */
+    size_t n_pool;
+};
+
+static hy_status meta(struct hy_gguf_w *w, const struct hy_config *c, const char *name,
+                      enum hy_convert_type type, struct hy_err *err)
+{
+    const struct {
+        const char *key;
+        int64_t v;
+    } u[] = {
+        {A ".block_count", c->num_hidden_layers},
+        {A ".context_length", c->max_position_embeddings},
+        {A ".embedding_length", c->hidden_size},
+        {A ".feed_forward_length", c->intermediate_size},
+        {A ".attention.head_count", c->num_attention_heads},
+        {A ".attention.head_count_kv", c->num_key_value_heads},
+        {A ".expert_count", c->num_experts},
+        {A ".expert_used_count", c->num_experts_per_tok},
+        {A ".attention.key_length", c->head_dim},
+        {A ".attention.value_length", c->head_dim},
+        {A ".expert_feed_forward_length", c->moe_intermediate_size},
+        {A ".expert_shared_feed_forward_length", c->moe_intermediate_size * c->num_shared_experts},
+        {A ".expert_gating_func", 2},
+        {"general.file_type", hy_convert_file_type(type)},
+    };
+    hy_status s = hy_gguf_w_str(w, "general.architecture", A, err);
+    if (!s)
+        s = hy_gguf_w_str(w, "general.name", name, err);
+    for (size_t i = 0; i < sizeof u / sizeof u[0] && !s; i++)
+        s = hy_gguf_w_u32(w, u[i].key, (uint32_t)u[i].v, err);
+    if (!s)
+        s = hy_gguf_w_f32(w, A ".rope.freq_base", (float)c->rope_base, err);
+    if (!s)
+        s = hy_gguf_w_f32(w, A ".attention.layer_norm_rms_epsilon", (float)c->rms_norm_eps, err);
+    if (!s)
+        s = hy_gguf_w_bool(w, A ".expert_weights_norm", true, err);
+    if (!s)
+        s = hy_gguf_w_f32(w, A ".expert_weights_scale", (float)c->router_scaling_factor, err);
+    if (!s && type >= HY_CONVERT_Q8_0)
+        s = hy_gguf_w_u32(w, "general.quantization_version", 2, err);
+    if (!s) /* the exact theta (load_gguf.h) */
+        s = hy_gguf_w_f64(w, "hymt.rope.freq_base", c->rope_base, err);
+    return s;
+}
+
+static uint32_t pick(const struct v3plan *p, const char *gguf, int n_dims, uint64_t ne0)
+{
+    if (n_dims == 1 || strstr(gguf, "ffn_gate_inp") || strstr(gguf, "exp_probs_b") ||
+        p->type == HY_CONVERT_F32)
+        return HY_GGML_F32;
+    if (p->type == HY_CONVERT_F16)
+        return HY_GGML_F16;
+    if (p->type == HY_CONVERT_BF16)
+        return HY_GGML_BF16;
+    return ne0 % 32 == 0 ? HY_GGML_Q8_0 : HY_GGML_F16;
+}
+
+/* An item of n sources named by fmt (printf with layer i, then the source index e). */
+static hy_status add(struct v3plan *p, const char *gguf, const char *fmt, int i, int n,
+                     struct hy_err *err)
+{
+    struct v3item *it = &p->it[p->n];
+    snprintf(it->name, sizeof it->name, gguf, i);
+    it->src = p->pool + p->n_pool;
+    it->n_src = n;
+    for (int e = 0; e < n; e++) {
+        char hf[HY_ST_MAX_NAME];
+        snprintf(hf, sizeof hf, fmt, i, e);
+        const struct hy_st_tensor *t = hy_st_find(p->st, hf);
+        if (!t)
+            return hy_err_set(err, HY_E_FORMAT, "missing tensor %s", hf);
+        if (t->n_dims < 1 || t->n_dims > 2 ||
+            (t->dtype != HY_DTYPE_F32 && t->dtype != HY_DTYPE_F16 && t->dtype != HY_DTYPE_BF16))
+            return hy_err_set(err, HY_E_UNSUPPORTED, "tensor %s: %d dims of %s (convert reads "
+                              "1-D or 2-D F32/F16/BF16)", hf, t->n_dims, hy_dtype_name(t->dtype));
+        if (e && (t->n_dims != it->src[0]->n_dims || t->shape[0] != it->src[0]->shape[0] ||
+                  t->shape[t->n_dims - 1] != it->src[0]->shape[it->src[0]->n_dims - 1]))
+            return hy_err_set(err, HY_E_FORMAT, "tensor %s: shape differs from expert 0's", hf);
+        it->src[e] = t;
+    }
+    p->n_pool += (size_t)n;
+    const struct hy_st_tensor *t0 = it->src[0];
+    it->ne[0] = (uint64_t)t0->shape[t0->n_dims - 1];
+    it->ne[1] = t0->n_dims == 2 ? (uint64_t)t0->shape[0] : 1;
+    it->ne[2] = (uint64_t)n;
+    it->n_dims = n > 1 ? 3 : t0->n_dims;
+    it->type = pick(p, it->name, t0->n_dims, it->ne[0]);
+    p->n++;
+    return HY_OK;
+}
+
+static hy_status plan_layer(struct v3plan *p, int i, struct hy_err *err)
+{
+    static const char *const attn[][2] = {
+        {"blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight"},
+        {"blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight"},
+        {"blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight"},
+        {"blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight"},
+        {"blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight"},
+        {"blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight"},
+        {"blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight"},
+        {"blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight"},
+    };
+    static const char *const dense[][2] = {
+        {"blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight"},
+        {"blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight"},
+        {"blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight"},
+    };
+    static const char *const moe[][2] = {
+        {"blk.%d.ffn_gate_inp.weight", "model.layers.%d.mlp.router.gate.weight"},
+        {"blk.%d.ffn_gate_exps.weight", "model.layers.%d.mlp.experts.%d.gate_proj.weight"},
+        {"blk.%d.ffn_up_exps.weight", "model.layers.%d.mlp.experts.%d.up_proj.weight"},
+        {"blk.%d.ffn_down_exps.weight", "model.layers.%d.mlp.experts.%d.down_proj.weight"},
+        {"blk.%d.ffn_gate_shexp.weight", "model.layers.%d.mlp.shared_mlp.gate_proj.weight"},
+        {"blk.%d.ffn_up_shexp.weight", "model.layers.%d.mlp.shared_mlp.up_proj.weight"},
+        {"blk.%d.ffn_down_shexp.weight", "model.layers.%d.mlp.shared_mlp.down_proj.weight"},
+    };
+    const int E = (int)p->cfg->num_experts;
+    hy_status s = HY_OK;
+    for (size_t k = 0; k < sizeof attn / sizeof attn[0] && !s; k++)
+        s = add(p, attn[k][0], attn[k][1], i, 1, err);
+    if (!p->cfg->layer_moe[i]) {
+        for (size_t k = 0; k < sizeof dense / sizeof dense[0] && !s; k++)
+            s = add(p, dense[k][0], dense[k][1], i, 1, err);
+        return s;
+    }
+    for (size_t k = 0; k < sizeof moe / sizeof moe[0] && !s; k++)
+        s = add(p, moe[k][0], moe[k][1], i, strstr(moe[k][0], "_exps") ? E : 1, err);
+    if (!s && p->cfg->moe_expert_bias)
+        s = add(p, "blk.%d.exp_probs_b", "model.layers.%d.mlp.expert_bias", i, 1, err);
+    return s;
+}
+
+static hy_status make_plan(struct v3plan *p, struct hy_err *err)
+{
+    const struct hy_config *c = p->cfg;
+    const size_t L = (size_t)c->num_hidden_layers;
+    p->it = calloc(L * 19 + 3, sizeof *p->it);
+    p->pool = calloc(L * (19 + 3 * (size_t)c->num_experts) + 3, sizeof *p->pool);
+    if (!p->it || !p->pool)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    hy_status s = add(p, "token_embd.weight", "model.embed_tokens.weight", 0, 1, err);
+    if (!s)
+        s = add(p, "output_norm.weight", "model.norm.weight", 0, 1, err);
+    if (!s && !c->tie_word_embeddings)
+        s = add(p, "output.weight", "lm_head.weight", 0, 1, err);
+    for (int i = 0; i < (int)L && !s; i++)
+        s = plan_layer(p, i, err);
+    return s;
+}
+
+/* Streams an item: each source's rows, converted to the item's type. */
+static hy_status write_item(struct hy_gguf_w *w, const struct v3item *it, float *row, void *out,
+                            struct hy_err *err)
+{
+    const int dt = hy_ggml_to_dtype(it->type);
+    HY_ASSERT(dt >= 0);
+    const int64_t cols = (int64_t)it->ne[0], rows = (int64_t)it->ne[1];
+    const size_t dst_rb = hy_ggml_nbytes(it->type, (uint64_t)cols);
+    for (int e = 0; e < it->n_src; e++) {
+        const struct hy_st_tensor *t = it->src[e];
+        const size_t src_rb = hy_dtype_row_bytes(t->dtype, cols);
+        for (int64_t r = 0; r < rows; r++) {
+            const void *bytes = (const unsigned char *)t->data + (size_t)r * src_rb;
+            if ((enum hy_dtype)dt != t->dtype) {
+                hy_dtype_to_f32(row, bytes, t->dtype, (size_t)cols);
+                hy_dtype_from_f32(out, row, (enum hy_dtype)dt, (size_t)cols);
+                bytes = out;
+            }
+            hy_status s = hy_gguf_w_data(w, bytes, dst_rb, err);
+            if (s)
+                return s;
+        }
+    }
+    return HY_OK;
+}
+
+static hy_status write_all(struct v3plan *p, const char *path, const char *name,
+                           const struct hy_convert_src *src, const struct hy_tok *tok,
+                           struct hy_err *err)
+{
+    struct hy_gguf_w *w = NULL;
+    hy_status s = hy_gguf_w_open(&w, path, err);
+    if (s)
+        return s;
+    s = meta(w, p->cfg, name, p->type, err);
+    if (!s && tok)
+        s = hy_convert_tokenizer_meta(w, src, tok, err);
+    uint64_t maxc = 1;
+    for (int i = 0; i < p->n && !s; i++) {
+        maxc = p->it[i].ne[0] > maxc ? p->it[i].ne[0] : maxc;
+        s = hy_gguf_w_tensor(w, p->it[i].name, p->it[i].type, p->it[i].n_dims, p->it[i].ne, err);
+    }
+    if (!s)
+        s = hy_gguf_w_begin_data(w, err);
+    float *row = malloc((size_t)maxc * sizeof *row);
+    void *out = malloc((size_t)maxc * sizeof *row);
+    if (!s && (!row || !out))
+        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+    for (int i = 0; i < p->n && !s; i++) {
+        fprintf(stderr, "\rhymt convert: [%d/%d] %-32s %-5s", i + 1, p->n, p->it[i].name,
+                hy_ggml_type_name(p->it[i].type));
+        s = write_item(w, &p->it[i], row, out, err);
+    }
+    fprintf(stderr, "\n");
+    free(row);
+    free(out);
+    if (s) {
+        hy_gguf_w_abort(w);
+        return s;
+    }
+    return hy_gguf_w_finish(w, err);
+}
+
+hy_status hy_convert_hyv3(const char *path, const char *name, const struct hy_st *st,
+                          const struct hy_convert_src *src, const struct hy_tok *tok,
+                          enum hy_convert_type type, int *n_tensors, struct hy_err *err)
+{
+    if (type == HY_CONVERT_Q4_0 || type == HY_CONVERT_Q4_K_M)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 to GGUF: the 4-bit types are not "
+                          "supported yet (f32, f16, bf16 and q8_0 are)");
+    struct v3plan p = {st, src->cfg, type, NULL, 0, NULL, 0};
+    hy_status s = make_plan(&p, err);
+    if (!s)
+        s = write_all(&p, path, name, src, tok, err);
+    *n_tensors = p.n;
+    free(p.it);
+    free(p.pool);
+    return s;
+}
