@@ -53,32 +53,6 @@ static const struct qtype qtypes[] = {
 
 static double worst[NQ][2]; /* error/bound per type: [0] GEMV, [1] chunked */
 
-/* |d sc q| + |dmin m| of each element of a Q4_K row (the parts the GEMV sums apart); |w|
- * for Q6_K. */
-static void abs_parts(float *dst, const unsigned char *row, enum hy_dtype dt, int64_t cols)
-{
-    hy_dtype_to_f32(dst, row, dt, (size_t)cols);
-    if (dt != HY_DTYPE_Q4_K) {
-        for (int64_t c = 0; c < cols; c++)
-            dst[c] = fabsf(dst[c]);
-        return;
-    }
-    for (int64_t b = 0; b < cols / HY_QK_K; b++) {
-        struct hy_q4_k_block blk;
-        memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
-        float d = hy_f16_to_f32(blk.d), dmin = hy_f16_to_f32(blk.dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            hy_q4_k_scale_min(j, blk.scales, &sc, &m);
-            for (int l = 0; l < 32; l++) {
-                int q = (blk.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15;
-                dst[b * HY_QK_K + 32 * j + l] = fabsf(d * (float)sc * (float)q) + fabsf(dmin * (float)m);
-            }
-        }
-    }
-}
-
-
 struct case_bufs {
     float *x, *ref, *got;
     double *s, *sp;
@@ -97,7 +71,7 @@ static void bufs_init(struct case_bufs *b, const struct hy_weight *hw, int T)
     HY_ASSERT(b->x && b->ref && b->got && b->s && b->sp);
     for (int64_t i = 0; i < nx; i++)
         b->x[i] = rng_unit(&rng);
-    ct_reference(hw, b->x, T, b->ref, b->s, b->sp, abs_parts, 1 << 20);
+    ct_reference(hw, b->x, T, b->ref, b->s, b->sp, ct_abs_parts, 1 << 20);
 }
 
 static void bufs_free(struct case_bufs *b)

@@ -11,6 +11,7 @@
 #include "backend/cpu/ops_test_util.h"
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/qmatmul.h"
+#include "core/quant.h"
 #include "test.h"
 
 #include <math.h>
@@ -53,6 +54,32 @@ static inline void *ct_make_qweight(struct rng *rg, enum hy_dtype dt, int64_t ro
 /* |w| of each element of a host row, as the test bounds it (a hook of ct_reference). */
 typedef void (*ct_abs_row_fn)(float *dst, const unsigned char *row, enum hy_dtype dt,
                               int64_t cols);
+
+/* |d sc q| + |dmin m| of each element of a Q4_K row (the parts its GEMV sums apart); |w|
+ * for any other dtype (a ct_abs_row_fn). */
+static inline void ct_abs_parts(float *dst, const unsigned char *row, enum hy_dtype dt,
+                                int64_t cols)
+{
+    hy_dtype_to_f32(dst, row, dt, (size_t)cols);
+    if (dt != HY_DTYPE_Q4_K) {
+        for (int64_t c = 0; c < cols; c++)
+            dst[c] = fabsf(dst[c]);
+        return;
+    }
+    for (int64_t b = 0; b < cols / HY_QK_K; b++) {
+        struct hy_q4_k_block blk;
+        memcpy(&blk, row + (size_t)b * sizeof blk, sizeof blk);
+        float d = hy_f16_to_f32(blk.d), dmin = hy_f16_to_f32(blk.dmin);
+        for (int j = 0; j < 8; j++) {
+            int sc, m;
+            hy_q4_k_scale_min(j, blk.scales, &sc, &m);
+            for (int l = 0; l < 32; l++) {
+                int q = (blk.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15;
+                dst[b * HY_QK_K + 32 * j + l] = fabsf(d * (float)sc * (float)q) + fabsf(dmin * (float)m);
+            }
+        }
+    }
+}
 
 /* ref[t*rows + r] = Σ_c x w (double, each row dequantized once by the host dequantizer
  * hy_ref_matmul uses element by element: too slow for the large cases, so cases with
