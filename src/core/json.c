@@ -1,10 +1,13 @@
 #include "core/json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Duplicate keys are rejected: a file saying "hidden_size" twice is ambiguous, and for
  * safetensors headers a duplicate tensor name would otherwise hide a tensor. */
@@ -82,9 +85,21 @@ static hy_status read_bounded(FILE *f, const char *path, size_t max_bytes, char 
 hy_status hy_json_load_file(json_t **out, const char *path, size_t max_bytes, struct hy_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return hy_err_set(err, HY_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return hy_err_set(err, HY_E_IO, "%s: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return hy_err_set(err, HY_E_IO, "%s: cannot open: %s", path, strerror(e));
+    }
     char *buf = NULL;
     size_t len = 0;
     hy_status st = read_bounded(f, path, max_bytes, &buf, &len, err);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -149,6 +150,29 @@ static void test_getters(void)
     json_decref(o);
 }
 
+/* Only regular files are read: a FIFO (no writer: open would block), a directory and a
+ * character device are errors at once. */
+static void test_not_regular(void)
+{
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/fifo.json", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    const char *paths[3] = {fifo, tmpdir, "/dev/zero"};
+    for (int i = 0; i < 3; i++) {
+        json_t *j = NULL;
+        struct hy_err e = {{0}};
+        CHECK(hy_json_load_file(&j, paths[i], 1 << 20, &e) == HY_E_IO && !j);
+        CHECKF(strstr(e.msg, paths[i]) && strstr(e.msg, "not a regular file"), "%s", e.msg);
+    }
+    unlink(fifo);
+    /* an error quoting the input stays one line (the CLI's and the log's contract) */
+    json_t *j = NULL;
+    struct hy_err e = {{0}};
+    static const char bad[] = "{\"a\": 1,\n\"b\n\x1b[31m\": 2\n";
+    CHECK(hy_json_parse(&j, bad, sizeof bad - 1, "x.json", &e) == HY_E_FORMAT);
+    CHECKF(!strchr(e.msg, '\n') && !strchr(e.msg, '\x1b'), "%s", e.msg);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hymt-json-XXXXXX");
@@ -159,6 +183,7 @@ int main(void)
     test_parse();
     test_load_file();
     test_getters();
+    test_not_regular();
     const char *names[] = {"ok.json", "big.json", "bad.json"};
     char path[256];
     for (size_t k = 0; k < 3; k++) {

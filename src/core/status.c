@@ -4,6 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Messages quote file and request contents: a control character there would split the
+ * one-line error (or forge a log line), so each becomes '?'. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 hy_status hy_err_set(struct hy_err *err, hy_status st, const char *fmt, ...)
 {
     if (err) {
@@ -11,6 +20,7 @@ hy_status hy_err_set(struct hy_err *err, hy_status st, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        one_line(err->msg);
     }
     return st;
 }
@@ -29,6 +39,7 @@ void hy_err_prefix(struct hy_err *err, const char *fmt, ...)
     snprintf(both, sizeof both, "%s: %s", pre, old); /* fits; cut to the message size below */
     memcpy(err->msg, both, sizeof err->msg - 1);
     err->msg[sizeof err->msg - 1] = '\0';
+    one_line(err->msg);
 }
 
 const char *hy_status_str(hy_status st)

@@ -27,7 +27,8 @@ struct hy_err {
 };
 
 /* Fills err (if non-NULL) with the formatted message and returns st, so that callers can
- * write `return hy_err_set(err, HY_E_FORMAT, "%s: ...", path);`. */
+ * write `return hy_err_set(err, HY_E_FORMAT, "%s: ...", path);`. A message is one line:
+ * control characters (from quoted input) become '?'. */
 hy_status hy_err_set(struct hy_err *err, hy_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

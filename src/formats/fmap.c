@@ -12,7 +12,7 @@ hy_status hy_fmap_open(struct hy_fmap *m, const char *path, struct hy_err *err)
 {
     m->data = NULL;
     m->size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
     if (fd < 0)
         return hy_err_set(err, HY_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;

@@ -6,10 +6,13 @@
 
 #include "formats/fmap.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct hy_gguf {
     char path[512];
@@ -474,12 +477,14 @@ void hy_gguf_close(struct hy_gguf *g)
 
 bool hy_gguf_is_gguf(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+    if (fd < 0)
         return false;
+    struct stat sb;
     char m[4];
-    bool yes = fread(m, 1, 4, f) == 4 && !memcmp(m, "GGUF", 4);
-    fclose(f);
+    bool yes = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && read(fd, m, 4) == 4 &&
+               !memcmp(m, "GGUF", 4);
+    close(fd);
     return yes;
 }
 

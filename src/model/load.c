@@ -27,8 +27,9 @@ hy_status hy_model_bind_st(struct hy_weight *w, const struct hy_st *st, const ch
                            int64_t rows, int64_t cols, struct hy_err *err)
 {
     const struct hy_st_tensor *t = hy_st_find(st, name);
-    if (!t)
-        return hy_err_set(err, HY_E_FORMAT, "missing tensor %s", name);
+    if (!t) /* the file that should have it; of shards, the first (the index is beside it) */
+        return hy_err_set(err, HY_E_FORMAT, "%s%s: missing tensor %s", hy_st_file_path(st, 0),
+                          hy_st_file_count(st) > 1 ? " (and the other shards)" : "", name);
     const char *file = hy_st_file_path(st, t->file);
     bool ok = rows == 0 ? (t->n_dims == 1 && t->shape[0] == cols)
                         : (t->n_dims == 2 && t->shape[0] == rows && t->shape[1] == cols);

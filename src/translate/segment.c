@@ -349,7 +349,8 @@ static size_t longest_fit(const struct doc *d, size_t a, size_t end, size_t c_en
     if (s.c_lo > d->max)
         return a;
     size_t want = s.lo + (guess > 0 ? guess : d->max);
-    while (next_char(d, s.lo) < s.hi || s.c_hi == SIZE_MAX) {
+    /* s.lo may be the end of the text (one character left): no character to step over */
+    while ((s.lo < s.hi && next_char(d, s.lo) < s.hi) || s.c_hi == SIZE_MAX) {
         size_t p = want >= s.hi ? s.hi : probe_at(d, s.lo, s.hi, want);
         size_t c = cnt(d, a, p - a), width = s.hi - s.lo;
         if (c <= d->max) {

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define MAX_SEGS 32768
 
@@ -160,6 +162,29 @@ static void test_nospace_and_errors(void)
     CHECK(n == 4);
     o.max_tokens = 0;
     CHECK(hy_seg_split(text, strlen(text), &o, segs, MAX_SEGS, &n, &trail, NULL) == HY_E_RANGE);
+}
+
+/* A sentence cut at its very end: the splitter never reads past the text (found by
+ * tests/fuzz/fuzz_segment; here the text ends at an unmapped page, so any build faults). */
+static void test_end_of_text(void)
+{
+    static const char zh[] = "今天天气很好。我们去公园吧！\n\n他说：“好的。”";
+    long page = sysconf(_SC_PAGESIZE);
+    char *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    CHECK(map != MAP_FAILED && !mprotect(map + page, (size_t)page, PROT_NONE));
+    if (map == MAP_FAILED)
+        return;
+    size_t len = sizeof zh - 1;
+    char *t = map + page - len;
+    memcpy(t, zh, len);
+    for (size_t max = 1; max <= 12; max++)
+        for (int lines = 0; lines < 2; lines++) {
+            struct hy_seg_opts o = {max, NULL, NULL, lines};
+            size_t n = 0, trail = 0;
+            CHECK(hy_seg_split(t, len, &o, segs, MAX_SEGS, &n, &trail, NULL) == HY_OK && n > 0);
+        }
+    munmap(map, (size_t)page * 2);
 }
 
 static void test_join(void)
@@ -459,6 +484,7 @@ int main(void)
     test_cutting();
     test_nospace_and_errors();
     test_join();
+    test_end_of_text();
     test_random(false, 3000, 1);
     test_random(true, 2000, 2);
     test_real_tokenizer();

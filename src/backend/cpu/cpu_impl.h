@@ -200,6 +200,16 @@ struct hy_cpu_ctx {
 /* The threaded, SIMD ops of the fast backend (matmul.c, attention.c). */
 void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struct hy_weight *w,
                    int T);
+/* F16C through cpuid: clang before 16 has no __builtin_cpu_supports("f16c"). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+static inline bool hy_cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 void hy_cpu_attention(struct hy_cpu_ctx *c, float *out, const float *q, const float *k_pool,
                       const float *v_pool, int bs, const struct hy_attn_seq *seqs, int n_seqs,
                       int n_head, int n_kv, int hd, float scale);

@@ -354,7 +354,7 @@ bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k)
 {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-        !__builtin_cpu_supports("f16c"))
+        !hy_cpu_has_f16c())
         return false;
     hy_cpu_kernels_scalar(k); /* the dtypes without kernels here keep the scalar ones */
     k->isa = HY_CPU_ISA_AVX2;
