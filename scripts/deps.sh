@@ -3,7 +3,8 @@
 #   (no flag)  what the build needs (`make`, `make serve`)
 #   --test     also what the tests need (`make test`, `make test-asan`): the browser test's
 #              chromium, promtool for the metrics check, node/npm for the client and
-#              tokenizer tests, curl and python3 for the shell tests
+#              tokenizer tests, curl and python3 for the shell tests, clang and its
+#              libFuzzer runtime for the fuzzers
 #   --check    only report (exit 1 when something is missing)
 # Uses sudo when not root. The build never pulls in what only the tests need.
 set -eu
@@ -13,7 +14,7 @@ for a in "$@"; do
     --test) tests=1 ;;
     --check) check=1 ;;
     -h | --help)
-        sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -56,6 +57,9 @@ if [ $tests = 1 ]; then
     need_cmd curl curl         # the server tests talk HTTP with curl
     need_file /usr/bin/chromium chromium # the browser test (ctest label web)
     need_cmd promtool prometheus         # /metrics checked by promtool
+    need_cmd clang clang                 # the libFuzzer targets (tests/fuzz/run.sh)
+    ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+        missing="$missing libclang-rt-14-dev" # libFuzzer's runtime
 fi
 
 if [ -z "$missing" ]; then

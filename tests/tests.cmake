@@ -180,3 +180,34 @@ set_tests_properties(cli_settings_test PROPERTIES LABELS server TIMEOUT 300)
 add_test(NAME translate_tm_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/tm_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(translate_tm_test PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# Reliability (tests/reliability/README.md). Corrupted model files (label model, so that
+# make test-asan runs it too): >= 1,000 mutations of the tiny checkpoint's files and of its
+# GGUF, each a one-line error or a clean load, never a hang or a crash; fewer under the
+# sanitizers (each run is about 5x slower there).
+if(HYMT_SANITIZE)
+  set(HYMT_CORRUPT_COUNT 300)
+else()
+  set(HYMT_CORRUPT_COUNT 1000)
+endif()
+add_test(NAME reliability_corrupt_models COMMAND python3
+  ${CMAKE_SOURCE_DIR}/tests/reliability/corrupt_models.py $<TARGET_FILE:hymt>
+  ${CMAKE_SOURCE_DIR}/tests/data --count ${HYMT_CORRUPT_COUNT})
+set_tests_properties(reliability_corrupt_models PROPERTIES LABELS model TIMEOUT 600)
+
+# Fuzzers (label fuzz; tests/fuzz/README.md): tests/fuzz/run.sh builds the libFuzzer targets
+# with clang (ASan+UBSan) in a build folder of their own and runs each for
+# HYMT_FUZZ_SECONDS (default 15) on its corpus; any crash or broken contract fails.
+if(NOT HYMT_FUZZ AND NOT HYMT_SANITIZE)
+  add_test(NAME fuzz COMMAND sh ${CMAKE_SOURCE_DIR}/tests/fuzz/run.sh ${CMAKE_SOURCE_DIR}
+    ${CMAKE_BINARY_DIR}/fuzz-build)
+  set_tests_properties(fuzz PROPERTIES LABELS fuzz TIMEOUT 1200)
+endif()
+
+# The malformed-request corpus (label server): the route handlers' group (682 requests:
+# truncated JSON, wrong types and values of every field, invalid UTF-8, limits, routes,
+# methods, keys), each with its status and body shape.
+add_test(NAME reliability_malformed_api COMMAND python3
+  ${CMAKE_SOURCE_DIR}/tests/reliability/malformed.py $<TARGET_FILE:hymt>
+  ${CMAKE_SOURCE_DIR}/tests/data --group api)
+set_tests_properties(reliability_malformed_api PROPERTIES LABELS server TIMEOUT 300)

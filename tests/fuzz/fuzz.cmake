@@ -1,0 +1,26 @@
+# libFuzzer targets (tests/fuzz/README.md). Only with -DHYMT_FUZZ=ON and clang, in a build
+# folder of their own that tests/fuzz/run.sh configures (CMAKE_C_FLAGS carries
+# -fsanitize=fuzzer-no-link so that every library source is instrumented).
+if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "HYMT_FUZZ needs clang (libFuzzer): CC=clang-14")
+endif()
+set(HYMT_FUZZERS config tokenizer safetensors gguf segment request)
+set(HYMT_FUZZ_SERVER_SOURCES ${HYMT_CLI_SOURCES})
+list(FILTER HYMT_FUZZ_SERVER_SOURCES EXCLUDE REGEX "/main\\.c$")
+get_target_property(HYMT_FUZZ_SERVER_LIBS hymt LINK_LIBRARIES)
+foreach(name ${HYMT_FUZZERS})
+  if(name STREQUAL "request") # the whole server in-process (cmd_serve), as `hymt serve`
+    add_executable(fuzz_${name} ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_${name}.c
+      ${HYMT_FUZZ_SERVER_SOURCES})
+    target_link_libraries(fuzz_${name} PRIVATE ${HYMT_FUZZ_SERVER_LIBS})
+  else()
+    add_executable(fuzz_${name} ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_${name}.c)
+    target_link_libraries(fuzz_${name} PRIVATE hymt_lib)
+  endif()
+  target_include_directories(fuzz_${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_definitions(fuzz_${name} PRIVATE HYMT_SRC_DIR="${CMAKE_SOURCE_DIR}")
+  target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+  set_target_properties(fuzz_${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+endforeach()
+list(TRANSFORM HYMT_FUZZERS PREPEND fuzz_)
+add_custom_target(fuzzers DEPENDS ${HYMT_FUZZERS})
