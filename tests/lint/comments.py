@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+import lint_main
+
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
 BAD = [
     ("a date", re.compile(r"\b20\d\d-(0[1-9]|1[0-2])\b")),
@@ -83,18 +85,5 @@ def self_test():
     return ok
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: comments.py ROOT")
-        return 2
-    if not self_test():
-        return 1
-    bad = check(os.path.abspath(sys.argv[1]))
-    for b in bad:
-        print(b)
-    print(f"comments: {len(bad)} dated measurement(s), history or issue number(s)")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lint_main.run("comments", check, self_test, "dated measurement(s), history or issue number(s)"))

@@ -19,6 +19,8 @@ includes (direct and through a tests/ helper) that it must report."""
 import os
 import re
 import sys
+
+import lint_main
 import tempfile
 
 LAYERS = ["core", "formats", "hub", "tokenizer", "backend", "model", "engine", "translate",
@@ -131,18 +133,5 @@ def self_test():
     return ok
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: layers.py ROOT")
-        return 2
-    if not self_test():
-        return 1
-    bad = check(os.path.abspath(sys.argv[1]))
-    for b in bad:
-        print(b)
-    print(f"layers: {len(bad)} upward include(s)")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lint_main.run("layers", check, self_test, "upward include(s)"))
