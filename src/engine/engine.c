@@ -1,7 +1,8 @@
 /* engine.c: the engine thread and the thread-safe request API (engine.h has the contract).
  * One mutex guards the request slots, the incoming FIFO and the stats snapshot; the engine
  * thread holds it only to take in submissions and to publish a step's results, never while
- * the model runs. Each slot has its own condition variable for clients waiting on tokens. */
+ * the model runs. Each slot has its own condition variable for clients waiting on tokens,
+ * and its request's notify hook is called where that variable is signalled. */
 #include "engine/engine.h"
 
 #include "core/clock.h"
@@ -95,6 +96,8 @@ static void slot_finish(struct hy_engine *e, struct slot *s, enum hy_finish why,
     s->t_done = now;
     e->stats.finished[why]++;
     pthread_cond_broadcast(&s->cv);
+    if (s->req.notify && !s->released)
+        s->req.notify(s->req.notify_ctx);
     if (s->released)
         slot_free(e, s);
 }
@@ -200,6 +203,8 @@ static void publish(struct hy_engine *e, double now, double step_s)
             e->stats.tokens_generated += s->n_sampled - s->n_out;
             s->n_out = s->n_sampled;
             pthread_cond_broadcast(&s->cv);
+            if (s->req.notify && !s->released)
+                s->req.notify(s->req.notify_ctx);
         }
     }
     int n_done;

@@ -6,6 +6,11 @@
  * destroy only after every client has stopped calling). The engine thread sleeps on a
  * condition variable when idle. Clients read a request's tokens as they come and decode
  * them themselves (the engine never touches text).
+ * Waking clients: a client either blocks in hy_engine_read (the request's condition
+ * variable) or registers a notify hook on the request and reads with timeout 0 when it is
+ * called: after every step that produced tokens for the request and when it finishes (any
+ * reason, cancellation in the queue included). So an event loop or a worker pool never
+ * polls the engine.
  * Errors: submit returns HY_E_NOSPACE at once when the queue is full (the server answers
  * 429), HY_E_INVAL / HY_E_RANGE for a request that can never run; nothing is then queued. */
 #ifndef HY_ENGINE_ENGINE_H
@@ -43,6 +48,12 @@ struct hy_engine_request {
     double timeout_s;                  /* from submit; 0: none */
     int32_t stop_ids[HY_ENGINE_MAX_STOP];
     int n_stop;
+    /* Optional wake-up (see above). Runs on the engine thread with the engine's lock held:
+     * it must be quick, must not block and must not call any hy_engine_* function (write an
+     * eventfd, signal a condition variable, queue a job). Never called once
+     * hy_engine_release has returned for the request. */
+    void (*notify)(void *ctx);
+    void *notify_ctx;
 };
 
 /* A request's state as seen by its client. */

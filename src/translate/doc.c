@@ -8,11 +8,12 @@
 #include "translate/segment.h"
 #include "translate/text.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define DOC_POLL_S 0.02 /* how long to wait on the oldest running segment per round */
+#define DOC_STARVED_S 0.01 /* hy_doc_translate's retry when others' requests fill the queue */
 
 struct seg_job {
     uint64_t h;
@@ -29,7 +30,7 @@ struct seg_job {
     size_t tm_len;
 };
 
-struct doc {
+struct hy_doc {
     struct hy_engine *e;
     const struct hy_tok *tok;
     const struct hy_doc_opts *o;
@@ -51,19 +52,20 @@ struct doc {
     size_t n_out, cap_out;
     struct hy_doc_result *res;
     double t0;
+    bool finished; /* everything written */
 };
 
 /* Tokens in s: the segmenter's length measure. */
 static size_t count_tokens(void *ctx, const char *s, size_t n)
 {
-    struct doc *d = ctx;
+    struct hy_doc *d = ctx;
     size_t got = 0;
     if (hy_tok_encode(d->tok, s, n, false, d->count_buf, d->len + 1, &got, NULL) != HY_OK)
         return n; /* cannot happen for valid UTF-8 within the document; bytes bound tokens */
     return got;
 }
 
-static hy_status split(struct doc *d, struct hy_err *err)
+static hy_status split(struct hy_doc *d, struct hy_err *err)
 {
     struct hy_seg_opts so = {(size_t)(d->o->max_seg_tokens > 0 ? d->o->max_seg_tokens : 256),
                              count_tokens, d, d->o->keep_lines};
@@ -80,9 +82,9 @@ static hy_status split(struct doc *d, struct hy_err *err)
     return st;
 }
 
-static void finish(struct doc *d, size_t i, enum hy_finish why);
+static void finish(struct hy_doc *d, size_t i, enum hy_finish why);
 
-static struct hy_tm_key tm_key(const struct doc *d, size_t i)
+static struct hy_tm_key tm_key(const struct hy_doc *d, size_t i)
 {
     const struct hy_seg *g = &d->segs[i];
     return (struct hy_tm_key){d->src ? d->src->code : "", d->o->tgt->code,
@@ -92,7 +94,7 @@ static struct hy_tm_key tm_key(const struct doc *d, size_t i)
 
 /* Segment i's memory settings (what shaped its prompt besides the text: tm.h), and its
  * translation if the memory has one. A failed lookup is counted and translated. */
-static hy_status tm_lookup(struct doc *d, size_t i, const struct hy_prompt_ext *x,
+static hy_status tm_lookup(struct hy_doc *d, size_t i, const struct hy_prompt_ext *x,
                            struct hy_err *err)
 {
     struct seg_job *j = &d->jobs[i];
@@ -121,7 +123,7 @@ static hy_status tm_lookup(struct doc *d, size_t i, const struct hy_prompt_ext *
 
 /* Segment i's context with its k previous segments: the given context (if given), a line
  * break when both are there, and the source text from segment i-k to the end of i-1. */
-static size_t context_of(struct doc *d, size_t i, size_t k, bool given)
+static size_t context_of(struct hy_doc *d, size_t i, size_t k, bool given)
 {
     size_t n = 0;
     if (given) {
@@ -140,7 +142,7 @@ static size_t context_of(struct doc *d, size_t i, size_t k, bool given)
 
 /* Segment i's prompt ids (*n): its glossary terms, else its context (the previous
  * segments dropped from the oldest while the prompt does not fit), else the plain one. */
-static hy_status build_prompt(struct doc *d, size_t i, size_t cap, size_t *n, struct hy_err *err)
+static hy_status build_prompt(struct hy_doc *d, size_t i, size_t cap, size_t *n, struct hy_err *err)
 {
     const struct hy_seg *g = &d->segs[i];
     struct hy_glossary_term terms[HY_GLOSSARY_MAX_HITS];
@@ -181,7 +183,7 @@ static hy_status build_prompt(struct doc *d, size_t i, size_t cap, size_t *n, st
 }
 
 /* Builds segment i's prompt and submits it. HY_E_NOSPACE: the engine's queue is full. */
-static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
+static hy_status submit(struct hy_doc *d, size_t i, struct hy_err *err)
 {
     const struct hy_engine_params *ep = hy_engine_get_params(d->e);
     const struct hy_seg *g = &d->segs[i];
@@ -206,6 +208,8 @@ static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
                                   .max_new_tokens = j->max_new, .sampling = d->o->sampling,
                                   .timeout_s = d->o->timeout_s, .n_stop = d->n_stop};
     memcpy(r.stop_ids, d->stop, sizeof d->stop);
+    r.notify = d->o->notify;
+    r.notify_ctx = d->o->notify_ctx;
     if (!j->ids && !(j->ids = malloc((size_t)j->max_new * sizeof *j->ids)))
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     hy_detok_init(&j->dt, d->tok, true); /* special ids, the stop token among them, vanish */
@@ -218,7 +222,7 @@ static hy_status submit(struct doc *d, size_t i, struct hy_err *err)
 }
 
 /* Marks segment i done: decodes its ids (special tokens such as the stop token dropped). */
-static void finish(struct doc *d, size_t i, enum hy_finish why)
+static void finish(struct hy_doc *d, size_t i, enum hy_finish why)
 {
     struct seg_job *j = &d->jobs[i];
     j->done = true;
@@ -235,12 +239,12 @@ static void finish(struct doc *d, size_t i, enum hy_finish why)
     }
 }
 
-/* Reads what the engine produced for the running segments; waits a little on the oldest.
- * The engine admits requests in FIFO order, so only the first unfinished ones (a window of
- * twice its running limit) can have made progress: later ones are not polled. */
-static void poll_engine(struct doc *d)
+/* Reads what the engine produced for the running segments, without waiting; true when
+ * something was read or finished. The engine admits requests in FIFO order, so only the
+ * first unfinished ones (a window of twice its running limit) can have made progress. */
+static bool poll_engine(struct hy_doc *d)
 {
-    bool waited = false;
+    bool progress = false;
     int window = 2 * hy_engine_get_params(d->e)->max_running + 8;
     for (size_t i = d->next_write; i < d->next_submit && window > 0; i++) {
         struct seg_job *j = &d->jobs[i];
@@ -248,29 +252,31 @@ static void poll_engine(struct doc *d)
             continue;
         window--;
         struct hy_engine_status st;
-        int k = hy_engine_read(d->e, j->h, j->ids + j->n_ids, j->max_new - j->n_ids,
-                               waited ? 0 : DOC_POLL_S, &st);
-        waited = true;
+        int k = hy_engine_read(d->e, j->h, j->ids + j->n_ids, j->max_new - j->n_ids, 0, &st);
         if (k < 0) {
             finish(d, i, HY_FINISH_ERROR);
+            progress = true;
             continue;
         }
         j->n_ids += k;
         d->res->tokens_out += k;
+        progress |= k > 0;
         if (st.done && st.n_generated == j->n_ids) {
             hy_engine_release(d->e, j->h);
             finish(d, i, st.finish);
+            progress = true;
         }
     }
+    return progress;
 }
 
-static hy_status put(struct doc *d, const char *s, size_t n, struct hy_err *err)
+static hy_status put(struct hy_doc *d, const char *s, size_t n, struct hy_err *err)
 {
     return n ? d->o->write(d->o->write_ctx, s, n, err) : HY_OK;
 }
 
 /* Appends written translation text to the front segment's copy for the memory. */
-static hy_status keep(struct doc *d, const char *s, size_t n, struct hy_err *err)
+static hy_status keep(struct hy_doc *d, const char *s, size_t n, struct hy_err *err)
 {
     if (d->n_out + n > d->cap_out) {
         size_t cap = 2 * (d->n_out + n) + 256;
@@ -289,7 +295,7 @@ static hy_status keep(struct doc *d, const char *s, size_t n, struct hy_err *err
  * of trimming the whole translation: leading whitespace is dropped, the original
  * separator goes out just before the first visible character, and whitespace is held back
  * until something visible follows it (trailing whitespace is never written). */
-static hy_status emit(struct doc *d, size_t i, const char *s, size_t n, struct hy_err *err)
+static hy_status emit(struct hy_doc *d, size_t i, const char *s, size_t n, struct hy_err *err)
 {
     struct seg_job *j = &d->jobs[i];
     const struct hy_seg *g = &d->segs[i];
@@ -340,7 +346,7 @@ static hy_status emit(struct doc *d, size_t i, const char *s, size_t n, struct h
 }
 
 /* Feeds the front segment's new ids through its detokenizer and writes the text. */
-static hy_status stream_front(struct doc *d, struct hy_err *err)
+static hy_status stream_front(struct hy_doc *d, struct hy_err *err)
 {
     struct seg_job *j = &d->jobs[d->next_write];
     char buf[HY_DETOK_MAX_OUT];
@@ -354,7 +360,7 @@ static hy_status stream_front(struct doc *d, struct hy_err *err)
 
 /* Streams the front segment and writes out every finished one, in order. A segment that
  * produced nothing visible, or failed before writing anything, keeps its original text. */
-static hy_status flush(struct doc *d, struct hy_err *err)
+static hy_status flush(struct hy_doc *d, struct hy_err *err)
 {
     while (d->next_write < d->n) {
         struct seg_job *j = &d->jobs[d->next_write];
@@ -392,38 +398,64 @@ static hy_status flush(struct doc *d, struct hy_err *err)
     return HY_OK;
 }
 
-/* Submits what the engine takes, collects results, writes in order, until all are out. */
-static hy_status run(struct doc *d, struct hy_err *err)
+/* Queues segments while the engine takes them: true when one was queued (or failed for
+ * good); *full when the queue refused one. */
+static bool submit_more(struct hy_doc *d, bool *full, struct hy_err *err)
 {
-    while (d->next_write < d->n) {
-        while (d->next_submit < d->n) {
-            hy_status st = submit(d, d->next_submit, err);
-            if (st == HY_E_NOSPACE && d->next_submit > d->next_write)
-                break; /* the queue is full: wait for room */
-            if (st == HY_E_NOSPACE) {
-                /* nothing of ours in flight yet the queue is full: others' requests; wait */
-                struct timespec ts = {0, 10000000};
-                nanosleep(&ts, NULL);
-                break;
-            }
-            if (st)
-                finish(d, d->next_submit, HY_FINISH_ERROR); /* keeps the original text */
-            d->next_submit++;
+    bool progress = false;
+    *full = false;
+    while (d->next_submit < d->n) {
+        hy_status st = submit(d, d->next_submit, err);
+        if (st == HY_E_NOSPACE) {
+            *full = true;
+            break;
         }
-        if (d->o->cancelled && d->o->cancelled(d->o->cancel_ctx)) {
-            d->res->cancelled = true; /* cleanup cancels and releases what is in flight */
-            return hy_err_set(err, HY_DOC_CANCELLED, "translation cancelled");
-        }
-        poll_engine(d);
+        if (st)
+            finish(d, d->next_submit, HY_FINISH_ERROR); /* keeps the original text */
+        d->next_submit++;
+        progress = true;
+    }
+    return progress;
+}
+
+/* True when a segment of the document is in the engine (a notification will come). */
+static bool in_flight(const struct hy_doc *d)
+{
+    for (size_t i = d->next_write; i < d->next_submit; i++)
+        if (d->jobs[i].submitted && !d->jobs[i].done)
+            return true;
+    return false;
+}
+
+hy_status hy_doc_pump(struct hy_doc *d, bool *done, bool *starved, struct hy_err *err)
+{
+    *done = *starved = false;
+    if (d->finished)
+        return *done = true, HY_OK;
+    bool progress = true, full = false;
+    while (progress && d->next_write < d->n) {
+        struct hy_err e2 = {{0}};
+        progress = submit_more(d, &full, &e2);
+        progress |= poll_engine(d);
+        size_t before = d->next_write;
         hy_status st = flush(d, err);
         if (st)
             return st;
+        progress |= d->next_write != before;
     }
+    if (d->next_write < d->n) {
+        *starved = full && !in_flight(d);
+        return HY_OK;
+    }
+    d->finished = true;
+    *done = true;
     return d->o->write(d->o->write_ctx, d->text + d->trail, d->len - d->trail, err);
 }
 
-static void cleanup(struct doc *d)
+void hy_doc_end(struct hy_doc *d)
 {
+    if (!d)
+        return;
     for (size_t i = 0; d->jobs && i < d->n; i++) {
         if (d->jobs[i].submitted && !d->jobs[i].done)
             hy_engine_release(d->e, d->jobs[i].h); /* cancels it */
@@ -431,6 +463,8 @@ static void cleanup(struct doc *d)
         free(d->jobs[i].tm_settings);
         free(d->jobs[i].tm_text);
     }
+    if (d->res)
+        d->res->elapsed_s = hy_clock_now() - d->t0;
     free(d->jobs);
     free(d->segs);
     free(d->prompt);
@@ -438,46 +472,128 @@ static void cleanup(struct doc *d)
     free(d->ctx);
     free(d->ws);
     free(d->out);
+    free(d);
 }
 
-hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,
-                           size_t len, const struct hy_doc_opts *o, struct hy_doc_result *res,
-                           struct hy_err *err)
+hy_status hy_doc_begin(struct hy_doc **out, struct hy_engine *e, const struct hy_tok *tok,
+                       const char *text, size_t len, const struct hy_doc_opts *o,
+                       struct hy_doc_result *res, struct hy_err *err)
 {
+    *out = NULL;
     memset(res, 0, sizeof *res);
     if (!o->tgt || !o->write)
         return hy_err_set(err, HY_E_INVAL, "a target language and an output are required");
     size_t bad = hy_utf8_validate(text, len);
     if (bad < len)
         return hy_err_set(err, HY_E_INVAL, "the text is not valid UTF-8 (byte %zu)", bad);
-    struct doc d = {.e = e, .tok = tok, .o = o, .text = text, .len = len, .res = res,
-                    .t0 = hy_clock_now()};
-    d.src = o->src ? o->src : hy_lang_detect(text, len);
-    res->src = d.src;
-    hy_status st = hy_prompt_style_detect(tok, &d.style, err);
-    if (st)
-        return st;
+    struct hy_doc *d = calloc(1, sizeof *d);
+    if (!d)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    *d = (struct hy_doc){.e = e, .tok = tok, .o = o, .text = text, .len = len, .res = res,
+                         .t0 = hy_clock_now()};
+    d->src = o->src ? o->src : hy_lang_detect(text, len);
+    res->src = d->src;
+    hy_status st = hy_prompt_style_detect(tok, &d->style, err);
     bool ext = o->glossary || o->context_len || o->context_segs > 0;
-    if (ext && !hy_prompt_ext_supported(d.style)) {
-        return hy_err_set(err, HY_E_INVAL, /* not HY_E_UNSUPPORTED: that means cancelled */
-                          "a glossary or context needs a HY-MT1.5 model (dense prompt style); "
-                          "this tokenizer has the %s style (Hunyuan-MT-7B), whose prompts have "
-                          "no such form", hy_prompt_style_name(d.style));
+    if (!st && ext && !hy_prompt_ext_supported(d->style))
+        st = hy_err_set(err, HY_E_INVAL, /* not HY_E_UNSUPPORTED: that means cancelled */
+                        "a glossary or context needs a HY-MT1.5 model (dense prompt style); "
+                        "this tokenizer has the %s style (Hunyuan-MT-7B), whose prompts have "
+                        "no such form", hy_prompt_style_name(d->style));
+    if (!st && o->context_len && hy_utf8_validate(o->context, o->context_len) < o->context_len)
+        st = hy_err_set(err, HY_E_INVAL, "the context is not valid UTF-8");
+    if (!st) {
+        d->n_stop = (int)hy_prompt_stop_ids(tok, d->style, d->stop, HY_ENGINE_MAX_STOP);
+        d->prompt = malloc((size_t)hy_engine_get_params(e)->max_seq_tokens * sizeof *d->prompt);
+        d->count_buf = malloc((len + 1) * sizeof *d->count_buf);
+        if (ext)
+            d->ctx = malloc(o->context_len + 1 + len);
+        if (!d->prompt || !d->count_buf || (ext && !d->ctx))
+            st = hy_err_set(err, HY_E_NOMEM, "out of memory for a %zu-byte document", len);
     }
-    if (o->context_len && hy_utf8_validate(o->context, o->context_len) < o->context_len)
-        return hy_err_set(err, HY_E_INVAL, "the context is not valid UTF-8");
-    d.n_stop = (int)hy_prompt_stop_ids(tok, d.style, d.stop, HY_ENGINE_MAX_STOP);
-    d.prompt = malloc((size_t)hy_engine_get_params(e)->max_seq_tokens * sizeof *d.prompt);
-    d.count_buf = malloc((len + 1) * sizeof *d.count_buf);
-    if (ext)
-        d.ctx = malloc(o->context_len + 1 + len);
-    if (!d.prompt || !d.count_buf || (ext && !d.ctx))
-        st = hy_err_set(err, HY_E_NOMEM, "out of memory for a %zu-byte document", len);
     if (!st)
-        st = split(&d, err);
-    if (!st)
-        st = run(&d, err);
-    res->elapsed_s = hy_clock_now() - d.t0;
-    cleanup(&d);
+        st = split(d, err);
+    bool full = false;
+    if (!st && d->n > 0 && !submit_more(d, &full, err) && full)
+        st = hy_err_set(err, HY_E_NOSPACE, "the engine's queue is full");
+    if (st) {
+        hy_doc_end(d);
+        return st;
+    }
+    *out = d;
+    return HY_OK;
+}
+
+/* hy_doc_translate's wait: the segments' notify hook signals it. */
+struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool news;
+};
+
+static void wake(void *ctx)
+{
+    struct waiter *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->news = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Sleeps until a notification (or, starved, for DOC_STARVED_S: nothing will notify). */
+static void wait_news(struct waiter *w, bool starved)
+{
+    pthread_mutex_lock(&w->mu);
+    if (starved && !w->news) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)(DOC_STARVED_S * 1e9);
+        ts.tv_sec += ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    while (!starved && !w->news)
+        pthread_cond_wait(&w->cv, &w->mu);
+    w->news = false;
+    pthread_mutex_unlock(&w->mu);
+}
+
+hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,
+                           size_t len, const struct hy_doc_opts *o, struct hy_doc_result *res,
+                           struct hy_err *err)
+{
+    struct waiter w = {.news = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    struct hy_doc_opts o2 = *o;
+    o2.notify = wake;
+    o2.notify_ctx = &w;
+    struct hy_doc *d = NULL;
+    hy_status st = hy_doc_begin(&d, e, tok, text, len, &o2, res, err);
+    bool starved = st == HY_E_NOSPACE, done = false;
+    if (starved) /* others' requests fill the queue: keep trying, as the first pump does */
+        st = HY_OK;
+    while (!st && !done) {
+        if (d) {
+            st = hy_doc_pump(d, &done, &starved, err);
+            if (st || done)
+                break;
+        }
+        if (o->cancelled && o->cancelled(o->cancel_ctx)) {
+            res->cancelled = true; /* hy_doc_end cancels and releases what is in flight */
+            st = hy_err_set(err, HY_DOC_CANCELLED, "translation cancelled");
+            break;
+        }
+        wait_news(&w, starved);
+        if (!d) {
+            st = hy_doc_begin(&d, e, tok, text, len, &o2, res, err);
+            starved = st == HY_E_NOSPACE;
+            if (starved)
+                st = HY_OK;
+        }
+    }
+    hy_doc_end(d); /* no notification comes after this: the segments are released */
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
     return st;
 }

@@ -6,11 +6,17 @@
  * the original whitespace and paragraph structure: the first unfinished segment streams
  * token by token (its leading and trailing whitespace trimmed), the later ones follow as
  * soon as all before them are out. Nothing is dropped: a segment that fails before
- * writing anything keeps its original text, and failures are counted in the result. Runs on the calling thread (it waits on the engine); allocates
- * per document (segments, outputs), never on the engine thread.
+ * writing anything keeps its original text, and failures are counted in the result.
+ * Two ways to run it: hy_doc_translate runs on the calling thread and sleeps until the
+ * engine signals one of its segments (the requests' notify hooks; no polling); or
+ * begin / pump / end for an event loop or worker pool: the opts' notify hook says when
+ * pumping would make progress, and pump never waits. Allocates per document (segments,
+ * outputs), never on the engine thread.
  * Errors: HY_E_INVAL for bad options or text that is not UTF-8; the sink's own error;
  * HY_DOC_CANCELLED when the optional cancelled hook said stop (segments in flight are
- * cancelled and released first; what was written stays written). */
+ * cancelled and released first; what was written stays written); HY_E_NOSPACE from begin
+ * when the engine's queue is full so that not even the first segment could be queued (the
+ * server's 429: one admission rule with the single-prompt routes). */
 #ifndef HY_TRANSLATE_DOC_H
 #define HY_TRANSLATE_DOC_H
 
@@ -63,10 +69,15 @@ struct hy_doc_opts {
     /* Optional: called when a segment finishes. */
     void (*progress)(void *ctx, const struct hy_doc_progress *p);
     void *progress_ctx;
-    /* Optional: asked once per poll round (tens of ms); true stops the translation with
-     * HY_DOC_CANCELLED (a client that went away, a deadline, a shutdown). */
+    /* Optional, hy_doc_translate only: asked each time it wakes (a segment produced tokens
+     * or finished); true stops the translation with HY_DOC_CANCELLED (a client that went
+     * away, a deadline, a shutdown). */
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
+    /* begin/pump only: called (engine thread, engine lock held: quick, no hy_engine_* call)
+     * when one of the document's segments has news; the caller should then pump. */
+    void (*notify)(void *ctx);
+    void *notify_ctx;
 };
 
 struct hy_doc_result {
@@ -86,6 +97,21 @@ struct hy_doc_result {
     double elapsed_s;
     bool cancelled;         /* stopped by the cancelled hook */
 };
+
+struct hy_doc;
+
+/* Validates, splits and queues as many segments as the engine takes (at least the first,
+ * else HY_E_NOSPACE). o, text and res are borrowed until hy_doc_end. */
+hy_status hy_doc_begin(struct hy_doc **out, struct hy_engine *e, const struct hy_tok *tok,
+                       const char *text, size_t len, const struct hy_doc_opts *o,
+                       struct hy_doc_result *res, struct hy_err *err);
+/* Takes in what the engine produced, writes what is ready (the sink, in order), queues more
+ * segments; never waits. *done when everything is written (the document's trailing
+ * whitespace too). *starved when nothing of the document is in the engine and its queue is
+ * full (no notification will come: pump again later). */
+hy_status hy_doc_pump(struct hy_doc *d, bool *done, bool *starved, struct hy_err *err);
+/* Cancels and releases the segments still in the engine, frees the document. NULL is fine. */
+void hy_doc_end(struct hy_doc *d);
 
 hy_status hy_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const char *text,
                            size_t len, const struct hy_doc_opts *o, struct hy_doc_result *res,
