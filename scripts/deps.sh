@@ -38,13 +38,12 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc jansson libjansson-dev
     need_pc oniguruma libonig-dev
     need_pc libutf8proc libutf8proc-dev
-    need_pc libmicrohttpd libmicrohttpd-dev
     need_pc libcurl libcurl4-openssl-dev # hymt pull
     need_pc libcrypto libssl-dev         # sha256 of pulled files
     need_pc sqlite3 libsqlite3-dev
     need_pc expat libexpat1-dev
 else
-    missing="$missing libjansson-dev libonig-dev libutf8proc-dev libmicrohttpd-dev"
+    missing="$missing libjansson-dev libonig-dev libutf8proc-dev"
     missing="$missing libcurl4-openssl-dev libssl-dev"
     missing="$missing libsqlite3-dev libexpat1-dev"
 fi

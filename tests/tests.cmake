@@ -211,3 +211,13 @@ add_test(NAME reliability_malformed_api COMMAND python3
   ${CMAKE_SOURCE_DIR}/tests/reliability/malformed.py $<TARGET_FILE:hymt>
   ${CMAKE_SOURCE_DIR}/tests/data --group api)
 set_tests_properties(reliability_malformed_api PROPERTIES LABELS server TIMEOUT 300)
+
+# Issue 12's HTTP findings, each a regression test that failed on the libmicrohttpd server
+# (label "server", so also under ASan+UBSan): malformed requests answered in JSON and a log
+# no request can forge, slowloris, streams waiting in the queue and at shutdown, one
+# admission rule for every route. python3 with raw sockets (tests/reliability/http_util.py).
+foreach(t http_malformed_test http_slowloris_test http_stream_test http_admission_test)
+  add_test(NAME ${t} COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/reliability/${t}.py
+    $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
+  set_tests_properties(${t} PROPERTIES LABELS server TIMEOUT 120)
+endforeach()

@@ -49,7 +49,17 @@ static const struct cli_cmd cmd = {
     "  --max-body BYTES           largest request body; larger is 413 (default 1M)\n"
     "  --max-chars N              longest text to translate in characters; longer is 413\n"
     "                             (default 20000)\n"
-    "  --max-connections N        open connections, one thread each (default 1024)\n"
+    "  --max-connections N        open connections (default 1024); when all are taken, the\n"
+    "                             one waiting longest for a request head makes room\n"
+    "  --max-connections-per-client N\n"
+    "                             open connections from one address; more get 429\n"
+    "                             (default 3/4 of --max-connections)\n"
+    "  --header-timeout SEC       a request head must arrive within this; else 408 (default 10)\n"
+    "  --body-timeout SEC         a request body must arrive within this; else 408 (default 30)\n"
+    "  --idle-timeout SEC         idle keep-alive connections close after this (default 30);\n"
+    "                             a quiet stream gets an SSE comment every half of it\n"
+    "  --workers N                threads for JSON, tokenizing and detokenizing (default:\n"
+    "                             the online CPUs, 2..16)\n"
     "  --api-key KEY              require 'Authorization: Bearer KEY' on /api and /v1 routes\n"
     "  --api-key-file FILE        the same, KEY read from FILE's first line (not visible in ps)\n"
     "  --cors ORIGIN              send Access-Control-Allow-Origin: ORIGIN\n"
@@ -61,8 +71,8 @@ static const struct cli_cmd cmd = {
 
 struct serve_opts {
     const char *model, *host, *max_body, *api_key, *cors, *name, *device, *quant;
-    int64_t port, threads, max_chars, max_conns;
-    double timeout, drain;
+    int64_t port, threads, max_chars, max_conns, max_per_client, workers;
+    double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
     bool fp8_gemm;
 };
@@ -83,6 +93,11 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"max-body", CLI_STR, &o->max_body, 0, 0, false},
         {"max-chars", CLI_INT, &o->max_chars, 1, 1 << 26, false},
         {"max-connections", CLI_INT, &o->max_conns, 1, 65536, false},
+        {"max-connections-per-client", CLI_INT, &o->max_per_client, 1, 65536, false},
+        {"header-timeout", CLI_REAL, &o->header_timeout, 0.1, 3600, false},
+        {"body-timeout", CLI_REAL, &o->body_timeout, 0.1, 3600, false},
+        {"idle-timeout", CLI_REAL, &o->idle_timeout, 0.1, 86400, false},
+        {"workers", CLI_INT, &o->workers, 1, 256, false},
         {"api-key", CLI_SECRET, &o->api_key, 0, 0, false},
         {"cors", CLI_STR, &o->cors, 0, 0, false},
         {"model-name", CLI_STR, &o->name, 0, 0, false},
@@ -192,7 +207,7 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
         int left = hy_server_drain(srv);
         HY_LOGI("serve: stopped (%d request(s) cancelled at the drain limit)", left);
     }
-    hy_server_destroy(srv); /* before the engine: connection threads may still read it */
+    hy_server_destroy(srv); /* before the engine: workers may still read it */
     hy_engine_destroy(e);
     hy_tok_destroy(tok);
     hy_model_destroy(m);
@@ -233,7 +248,12 @@ int cmd_serve(int argc, char **argv)
                                    .cors = o.cors,
                                    .model_name = name,
                                    .demo = demo,
-                                   .max_connections = (int)o.max_conns};
+                                   .max_connections = (int)o.max_conns,
+                                   .max_per_client = (int)o.max_per_client,
+                                   .workers = (int)o.workers,
+                                   .header_timeout_s = o.header_timeout,
+                                   .body_timeout_s = o.body_timeout,
+                                   .idle_timeout_s = o.idle_timeout};
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);

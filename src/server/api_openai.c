@@ -1,7 +1,9 @@
 /* api_openai.c: the OpenAI-compatible routes: POST /v1/chat/completions (the model's chat
  * template) and POST /v1/completions (a raw prompt), streamed as server-sent events
  * ("data: {...}" chunks, then "data: [DONE]") or answered whole. Field names, object
- * types, ids and finish reasons follow the OpenAI API so that its clients work unchanged. */
+ * types, ids and finish reasons follow the OpenAI API so that its clients work unchanged.
+ * The handler submits and returns; the request's pump runs on a worker each time the
+ * engine has tokens for it. */
 #include "server/gen.h"
 
 #include "core/json.h"
@@ -14,8 +16,10 @@
 enum api_kind { API_CHAT, API_COMPLETION };
 
 struct oai {
-    struct hy_http_stream stream; /* first: the stream callbacks get this struct */
+    struct hy_http_req *req;
+    struct hy_http_buf out; /* events not yet sent */
     enum api_kind kind;
+    bool stream;
     struct hy_gen gen;
     char id[64];
     long long created;
@@ -54,7 +58,7 @@ static json_t *envelope(const struct oai *o, bool stream)
                                           : "text_completion";
     return json_pack("{s:s,s:s,s:I,s:s,s:s}", "id", o->id, "object", obj, "created",
                      (json_int_t)o->created, "model",
-                     o->stream.req ? o->stream.req->srv->cfg.model_name : "hymt",
+                     o->req->srv->cfg.model_name,
                      "system_fingerprint", "hymt");
 }
 
@@ -69,7 +73,7 @@ static void send_chunk(struct oai *o, json_t *choices, json_t *usage)
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (s)
-        hy_http_buf_printf(&o->stream.out, "data: %s\n\n", s);
+        hy_http_buf_printf(&o->out, "data: %s\n\n", s);
     free(s);
 }
 
@@ -84,32 +88,37 @@ static const char *gen_error(const struct hy_gen *g, int *status)
     }
 }
 
-static bool produce(struct hy_http_stream *s)
+static void destroy(struct oai *o)
 {
-    struct oai *o = (struct oai *)s;
+    hy_gen_end(&o->gen);
+    hy_http_buf_free(&o->out);
+    free(o);
+}
+
+/* The stream's next events; true when the last one is out. */
+static bool pump_stream(struct hy_http_req *req, struct oai *o)
+{
     struct hy_gen *g = &o->gen;
-    if (o->sent_final)
-        return false;
-    if (o->kind == API_CHAT && !o->sent_role) {
-        o->sent_role = true;
-        send_chunk(o, json_pack("[o]", choice(o, "", 0, NULL, true, true)), NULL);
-        return true;
-    }
-    size_t n = hy_gen_step(g);
-    if (n) {
+    size_t n;
+    while ((n = hy_gen_step(g)) > 0) {
         send_chunk(o, json_pack("[o]", choice(o, g->text.p + g->emitted, n, NULL, true, false)),
                    NULL);
         g->emitted += n;
+        if (g->done)
+            break;
     }
-    if (!g->done)
-        return true;
-    o->sent_final = true;
-    if (s->req->client_gone)
+    if (!g->done) {
+        if (o->out.n)
+            hy_http_sse_send(req, o->out.p, o->out.n, false);
+        o->out.n = 0;
         return false;
+    }
     int status = 0;
     const char *msg = gen_error(g, &status);
-    if (msg) {
-        hy_http_buf_printf(&s->out,
+    if (atomic_load(&req->client_gone)) {
+        o->out.n = 0;
+    } else if (msg) {
+        hy_http_buf_printf(&o->out,
                            "data: {\"error\":{\"message\":\"%s\",\"type\":\"%s\","
                            "\"code\":%d}}\n\n",
                            msg, status == 504 ? "timeout_error" : "server_error", status);
@@ -119,73 +128,86 @@ static bool produce(struct hy_http_stream *s)
         if (o->include_usage)
             send_chunk(o, json_array(), usage_json(g));
     }
-    hy_http_buf_printf(&s->out, "data: [DONE]\n\n");
-    return false;
+    if (!atomic_load(&req->client_gone))
+        hy_http_buf_printf(&o->out, "data: [DONE]\n\n");
+    hy_http_sse_send(req, o->out.p, o->out.n, true);
+    return true;
 }
 
-static void destroy(struct hy_http_stream *s)
-{
-    struct oai *o = (struct oai *)s;
-    hy_gen_end(&o->gen);
-    free(o);
-}
-
-static enum MHD_Result answer_whole(struct hy_http_req *req, struct oai *o)
+/* The whole answer once generation ends; true when sent. */
+static bool pump_whole(struct hy_http_req *req, struct oai *o)
 {
     struct hy_gen *g = &o->gen;
+    size_t n;
     while (!g->done)
-        g->emitted += hy_gen_step(g);
-    enum MHD_Result ret;
+        if ((n = hy_gen_step(g)) > 0)
+            g->emitted += n;
+        else if (!g->done)
+            return false;
     int status = 0;
     const char *msg = gen_error(g, &status);
-    if (req->client_gone) {
-        ret = MHD_NO; /* nobody to answer */
-    } else if (msg) {
-        ret = hy_http_error(req, status, status == 504 ? "timeout" : "cancelled", "%s", msg);
-    } else {
-        json_t *j = envelope(o, false);
-        json_object_set_new(j, "choices",
-                            json_pack("[o]", choice(o, g->text.p ? g->text.p : "", g->text.n,
-                                                    hy_gen_finish_reason(g), false, false)));
-        json_object_set_new(j, "usage", usage_json(g));
-        ret = hy_http_json(req, 200, j);
+    if (atomic_load(&req->client_gone))
+        return true; /* nobody to answer */
+    if (msg)
+        return hy_http_error(req, status, status == 504 ? "timeout" : "cancelled", "%s", msg);
+    json_t *j = envelope(o, false);
+    json_object_set_new(j, "choices",
+                        json_pack("[o]", choice(o, g->text.p ? g->text.p : "", g->text.n,
+                                                hy_gen_finish_reason(g), false, false)));
+    json_object_set_new(j, "usage", usage_json(g));
+    return hy_http_json(req, 200, j);
+}
+
+static bool pump(struct hy_http_req *req)
+{
+    struct oai *o = req->task;
+    bool done = o->stream ? pump_stream(req, o) : pump_whole(req, o);
+    if (done) {
+        req->task = NULL;
+        destroy(o);
     }
-    destroy(&o->stream);
-    return ret;
+    return done;
 }
 
 /* Submits and answers: streamed or whole. Takes ownership of o. */
-static enum MHD_Result run(struct hy_http_req *req, struct oai *o, json_t *body, const int32_t *ids,
-                           int n)
+static bool run(struct hy_http_req *req, struct oai *o, json_t *body, const int32_t *ids, int n)
 {
-    enum MHD_Result ret;
     struct hy_gen_params p;
     struct hy_err err = {{0}};
     bool stream = false;
+    o->req = req;
     if (hy_json_get_bool(body, "stream", false, &stream, &err)) {
         free(o);
         return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg);
     }
     json_t *so = json_object_get(body, "stream_options");
+    o->stream = stream;
     o->include_usage = stream && json_is_true(json_object_get(so, "include_usage"));
     o->created = (long long)time(NULL);
-    o->stream.produce = produce;
-    o->stream.destroy = destroy;
-    o->stream.req = req;
     hy_http_new_id(req->srv, o->kind == API_CHAT ? "chatcmpl-" : "cmpl-", o->id, sizeof o->id);
-    if (!hy_gen_parse(req, body, n, &p, &ret)) {
+    if (!hy_gen_parse(req, body, n, &p)) {
         free(o);
-        return ret;
+        return true;
     }
+    req->task = o;
+    req->pump = pump; /* before the submit: the engine may notify at once */
     hy_status st = hy_gen_start(&o->gen, req, ids, n, &p, &err);
     if (st) {
-        free(o);
+        req->task = NULL;
+        destroy(o);
         if (st == HY_E_NOSPACE)
             return hy_http_error(req, 429, "queue_full", "the server is busy: %s; retry later",
                                  err.msg);
         return hy_http_error(req, 400, "invalid_request", "%s", err.msg);
     }
-    return stream ? hy_http_sse(req, &o->stream) : answer_whole(req, o);
+    if (stream) {
+        hy_http_sse_begin(req);
+        if (o->kind == API_CHAT) {
+            o->sent_role = true;
+            send_chunk(o, json_pack("[o]", choice(o, "", 0, NULL, true, true)), NULL);
+        }
+    }
+    return pump(req);
 }
 
 /* The text of a message's content: a string, or an array of {"type": "text", "text": ...}
@@ -232,11 +254,11 @@ static bool role_of(const char *s, enum hy_prompt_role *r)
 
 /* messages[] -> prompt_msg[]; answers 400 and returns 0 on a malformed list. */
 static size_t parse_messages(struct hy_http_req *req, json_t *list, struct hy_prompt_msg *msgs,
-                             char **owned, enum MHD_Result *ret)
+                             char **owned)
 {
     size_t n = json_array_size(list);
     if (!json_is_array(list) || n == 0) {
-        *ret = hy_http_error(req, 400, "invalid_parameter",
+        hy_http_error(req, 400, "invalid_parameter",
                              "messages: a non-empty array of {role, content} is required");
         return 0;
     }
@@ -245,7 +267,7 @@ static size_t parse_messages(struct hy_http_req *req, json_t *list, struct hy_pr
         json_t *role = json_object_get(m, "role");
         const char *t = content_text(json_object_get(m, "content"), &msgs[i].len, &owned[i]);
         if (!json_is_string(role) || !role_of(json_string_value(role), &msgs[i].role) || !t) {
-            *ret = hy_http_error(req, 400, "invalid_parameter",
+            hy_http_error(req, 400, "invalid_parameter",
                                  "messages[%zu]: role must be system, user or assistant and "
                                  "content a string or text parts",
                                  i);
@@ -253,7 +275,7 @@ static size_t parse_messages(struct hy_http_req *req, json_t *list, struct hy_pr
         }
         msgs[i].text = t;
         if (hy_utf8_validate(t, msgs[i].len) != msgs[i].len) {
-            *ret = hy_http_error(req, 400, "invalid_utf8", "messages[%zu]: invalid UTF-8", i);
+            hy_http_error(req, 400, "invalid_utf8", "messages[%zu]: invalid UTF-8", i);
             return 0;
         }
     }
@@ -262,7 +284,7 @@ static size_t parse_messages(struct hy_http_req *req, json_t *list, struct hy_pr
 
 /* Token ids of the prompt into a new array of max_seq_tokens; answers 400 on failure. */
 static int32_t *prompt_ids(struct hy_http_req *req, const struct hy_prompt_msg *msgs, size_t n_msgs,
-                           const char *raw, size_t raw_len, int *n_out, enum MHD_Result *ret)
+                           const char *raw, size_t raw_len, int *n_out)
 {
     struct hy_server *s = req->srv;
     int limit = hy_engine_get_params(s->engine)->max_seq_tokens;
@@ -278,24 +300,24 @@ static int32_t *prompt_ids(struct hy_http_req *req, const struct hy_prompt_msg *
     if (st) {
         free(ids);
         if (st == HY_E_NOSPACE)
-            *ret = hy_http_error(req, 400, "context_length_exceeded",
+            hy_http_error(req, 400, "context_length_exceeded",
                                  "the prompt is %zu tokens; the limit is %d", n, limit);
         else if (st == HY_E_NOMEM)
-            *ret = hy_http_error(req, 500, "out_of_memory", "out of memory");
+            hy_http_error(req, 500, "out_of_memory", "out of memory");
         else
-            *ret = hy_http_error(req, 400, "invalid_request", "%s", err.msg);
+            hy_http_error(req, 400, "invalid_request", "%s", err.msg);
         return NULL;
     }
     *n_out = (int)n;
     return ids;
 }
 
-enum MHD_Result hy_api_chat(struct hy_http_req *req)
+bool hy_api_chat(struct hy_http_req *req)
 {
-    enum MHD_Result ret = MHD_NO;
-    json_t *body = hy_http_body_json(req, &ret);
+    bool ret = true;
+    json_t *body = hy_http_body_json(req);
     if (!body)
-        return ret;
+        return true;
     json_t *list = json_object_get(body, "messages");
     size_t cap = json_is_array(list) ? json_array_size(list) : 0;
     struct hy_prompt_msg *msgs = calloc(cap + 1, sizeof *msgs);
@@ -303,11 +325,11 @@ enum MHD_Result hy_api_chat(struct hy_http_req *req)
     struct oai *o = calloc(1, sizeof *o);
     int n = 0;
     int32_t *ids = NULL;
-    size_t n_msgs = msgs && owned && o ? parse_messages(req, list, msgs, owned, &ret) : 0;
+    size_t n_msgs = msgs && owned && o ? parse_messages(req, list, msgs, owned) : 0;
     if (!msgs || !owned || !o)
-        ret = hy_http_error(req, 500, "out_of_memory", "out of memory");
+        hy_http_error(req, 500, "out_of_memory", "out of memory");
     else if (n_msgs)
-        ids = prompt_ids(req, msgs, n_msgs, NULL, 0, &n, &ret);
+        ids = prompt_ids(req, msgs, n_msgs, NULL, 0, &n);
     if (ids) {
         o->kind = API_CHAT;
         ret = run(req, o, body, ids, n);
@@ -323,12 +345,12 @@ enum MHD_Result hy_api_chat(struct hy_http_req *req)
     return ret;
 }
 
-enum MHD_Result hy_api_completions(struct hy_http_req *req)
+bool hy_api_completions(struct hy_http_req *req)
 {
-    enum MHD_Result ret = MHD_NO;
-    json_t *body = hy_http_body_json(req, &ret);
+    bool ret = true;
+    json_t *body = hy_http_body_json(req);
     if (!body)
-        return ret;
+        return true;
     json_t *prompt = json_object_get(body, "prompt");
     if (json_is_array(prompt) && json_array_size(prompt) == 1)
         prompt = json_array_get(prompt, 0); /* a one-prompt batch */
@@ -337,14 +359,14 @@ enum MHD_Result hy_api_completions(struct hy_http_req *req)
     int n = 0;
     int32_t *ids = NULL;
     if (!json_is_string(prompt))
-        ret = hy_http_error(req, 400, "invalid_parameter", "prompt: a string is required");
+        hy_http_error(req, 400, "invalid_parameter", "prompt: a string is required");
     else if (hy_utf8_validate(text, len) != len)
-        ret = hy_http_error(req, 400, "invalid_utf8", "prompt: invalid UTF-8");
+        hy_http_error(req, 400, "invalid_utf8", "prompt: invalid UTF-8");
     else
-        ids = prompt_ids(req, NULL, 0, text, len, &n, &ret);
+        ids = prompt_ids(req, NULL, 0, text, len, &n);
     struct oai *o = ids ? calloc(1, sizeof *o) : NULL;
     if (ids && !o)
-        ret = hy_http_error(req, 500, "out_of_memory", "out of memory");
+        hy_http_error(req, 500, "out_of_memory", "out of memory");
     if (o) {
         o->kind = API_COMPLETION;
         ret = run(req, o, body, ids, n);

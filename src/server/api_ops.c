@@ -5,12 +5,12 @@
 
 #include <stdlib.h>
 
-enum MHD_Result hy_api_health(struct hy_http_req *req)
+bool hy_api_health(struct hy_http_req *req)
 {
     return hy_http_json(req, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-enum MHD_Result hy_api_ready(struct hy_http_req *req)
+bool hy_api_ready(struct hy_http_req *req)
 {
     struct hy_server *s = req->srv;
     if (atomic_load(&s->draining))
@@ -22,7 +22,7 @@ enum MHD_Result hy_api_ready(struct hy_http_req *req)
                                   "demo", s->cfg.demo));
 }
 
-enum MHD_Result hy_api_metrics(struct hy_http_req *req)
+bool hy_api_metrics(struct hy_http_req *req)
 {
     struct hy_server *s = req->srv;
     size_t n = 0;
@@ -30,14 +30,16 @@ enum MHD_Result hy_api_metrics(struct hy_http_req *req)
                                    atomic_load(&s->draining), &n);
     if (!text)
         return hy_http_error(req, 500, "out_of_memory", "cannot render the metrics");
-    return hy_http_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, n, false);
+    hy_http_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, n);
+    free(text);
+    return true;
 }
 
 #define DEMO_NOTE                                                                                  \
     "random-weight demo model: its output is meaningless. Serve a real checkpoint with "           \
     "hymt serve -m /path/to/Hunyuan-MT-7B"
 
-enum MHD_Result hy_api_models(struct hy_http_req *req)
+bool hy_api_models(struct hy_http_req *req)
 {
     struct hy_server *s = req->srv;
     json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:b,s:I}", "id", s->cfg.model_name, "object", "model",
@@ -48,9 +50,9 @@ enum MHD_Result hy_api_models(struct hy_http_req *req)
     return hy_http_json(req, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
 }
 
-enum MHD_Result hy_api_page(struct hy_http_req *req)
+bool hy_api_page(struct hy_http_req *req)
 {
     size_t n = 0;
     const unsigned char *p = hy_web_page(&n);
-    return hy_http_text(req, 200, "text/html; charset=utf-8", p, n, true);
+    return hy_http_text(req, 200, "text/html; charset=utf-8", p, n);
 }

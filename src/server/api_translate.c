@@ -1,10 +1,11 @@
-/* api_translate.c: POST /api/translate: a whole text through hy_doc_translate (segmented,
- * every segment batched on the engine), answered as one JSON object or streamed as
- * server-sent events. Streaming is segment by segment: each event carries the translation
- * of the next segment(s) in document order (with the original whitespace between them) as
- * soon as it and everything before it is done. The stream runs the translation on a
- * thread of its own (hy_doc_translate blocks) that hands events to the connection thread
- * under a mutex; the connection thread waits on a condition variable. */
+/* api_translate.c: POST /api/translate: a whole text through the document path
+ * (translate/doc.h: segmented, every segment batched on the engine), answered as one JSON
+ * object or streamed as server-sent events. Streaming is segment by segment: each event
+ * carries the translation of the next segment(s) in document order (with the original
+ * whitespace between them) as soon as it and everything before it is done. The handler
+ * begins the document and returns; the request's pump runs on a worker each time the
+ * engine has news for one of its segments (hy_doc_pump never waits). Admission is the
+ * engine's: the first segment queued or 429, as for the single-prompt routes. */
 #include "server/gen.h"
 
 #include "core/clock.h"
@@ -12,30 +13,25 @@
 #include "core/utf8.h"
 #include "translate/doc.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TR_LANG_MAX 64
 
 struct tr {
-    struct hy_http_stream stream; /* first: the stream callbacks get this struct */
+    struct hy_http_req *req;
     struct hy_server *srv;
     char *text; /* owned copy of the request's text */
     size_t len;
     struct hy_doc_opts o;
     struct hy_doc_result res;
+    struct hy_doc *doc;
+    bool stream;
     hy_status st;
     struct hy_err err;
     double t0, t_start, t_first, deadline;
-    /* streaming: the worker thread appends events to `pending` */
-    pthread_t thread;
-    bool thread_started, finished;
-    atomic_bool cancel;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct hy_http_buf pending;
-    struct hy_http_buf whole; /* not streaming: the translation */
+    struct hy_http_buf events; /* streaming: not yet sent */
+    struct hy_http_buf whole;  /* not streaming: the translation */
     size_t done, total;
 };
 
@@ -67,10 +63,10 @@ static json_t *result_json(const struct tr *t, bool with_text)
 
 static void event(struct tr *t, json_t *j)
 {
-    char *s = json_dumps(j, JSON_COMPACT);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (s)
-        hy_http_buf_printf(&t->pending, "data: %s\n\n", s);
+        hy_http_buf_printf(&t->events, "data: %s\n\n", s);
     free(s);
 }
 
@@ -87,41 +83,23 @@ static hy_status write_whole(void *ctx, const char *s, size_t n, struct hy_err *
 static hy_status write_stream(void *ctx, const char *s, size_t n, struct hy_err *err)
 {
     struct tr *t = ctx;
+    (void)err;
     if (!n)
         return HY_OK;
-    pthread_mutex_lock(&t->mu);
     if (!t->t_first)
         t->t_first = hy_clock_now();
     event(t, json_pack("{s:s,s:s%,s:I,s:I}", "type", "delta", "delta", s, n, "segments_done",
                        (json_int_t)t->done, "segments_total", (json_int_t)t->total));
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
     return HY_OK;
 }
 
 static void progress_stream(void *ctx, const struct hy_doc_progress *p)
 {
     struct tr *t = ctx;
-    pthread_mutex_lock(&t->mu);
     t->done = p->done;
     t->total = p->total;
     event(t, json_pack("{s:s,s:I,s:I}", "type", "progress", "segments_done", (json_int_t)p->done,
                        "segments_total", (json_int_t)p->total));
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-}
-
-static bool cancelled_whole(void *ctx)
-{
-    return hy_http_should_stop(((struct tr *)ctx)->stream.req);
-}
-
-/* The worker never touches the connection: the connection thread sets `cancel`. */
-static bool cancelled_stream(void *ctx)
-{
-    struct tr *t = ctx;
-    return atomic_load(&t->cancel) || atomic_load(&t->srv->aborting) ||
-           (t->deadline > 0 && hy_clock_now() > t->deadline);
 }
 
 /* Status and message for a translation that did not complete. */
@@ -136,20 +114,44 @@ static int failure(const struct tr *t, const char **code)
     return *code = "translation_failed", t->st == HY_E_INVAL ? 400 : 500;
 }
 
-static void *worker(void *arg)
+static void tr_free(struct tr *t)
 {
-    struct tr *t = arg;
-    hy_status st =
-        hy_doc_translate(t->srv->engine, t->srv->tok, t->text, t->len, &t->o, &t->res, &t->err);
-    pthread_mutex_lock(&t->mu);
-    t->st = st;
+    hy_doc_end(t->doc); /* cancels and releases the segments still in the engine */
+    if (t->req) {
+        t->req->tokens_in = t->res.tokens_in;
+        t->req->tokens_out = t->res.tokens_out;
+    }
+    hy_http_buf_free(&t->events);
+    hy_http_buf_free(&t->whole);
+    free(t->text);
+    free(t);
+}
+
+/* The end of a translation (t->st says how): the last event or the whole answer. */
+static void finish(struct hy_http_req *req, struct tr *t)
+{
+    hy_doc_end(t->doc);
+    t->doc = NULL;
+    if (t->t_first > 0)
+        hy_http_first_token(req);
     const char *code = NULL;
-    if (st) {
-        int status = failure(t, &code);
-        event(t, json_pack("{s:s,s:{s:s,s:s,s:s,s:i}}", "type", "error", "error", "message",
-                           status == 504 ? "the request passed its deadline" : t->err.msg, "type",
-                           status == 504 ? "timeout_error" : "server_error", "code", code, "status",
-                           status));
+    int status = t->st ? failure(t, &code) : 200;
+    const char *msg = status == 504 ? "the request passed its deadline"
+                      : t->st == HY_DOC_CANCELLED ? "the request was cancelled (shutdown)"
+                                                  : t->err.msg;
+    if (atomic_load(&req->client_gone))
+        return;
+    if (!t->stream) {
+        if (t->st)
+            hy_http_error(req, status, code, "%s", msg);
+        else
+            hy_http_json(req, 200, result_json(t, true));
+        return;
+    }
+    if (t->st) {
+        event(t, json_pack("{s:s,s:{s:s,s:s,s:s,s:i}}", "type", "error", "error", "message", msg,
+                           "type", status == 504 ? "timeout_error" : "server_error", "code", code,
+                           "status", status));
     } else {
         json_t *j = result_json(t, false);
         json_object_set_new(j, "type", json_string("done"));
@@ -157,72 +159,43 @@ static void *worker(void *arg)
         json_object_set_new(j, "segments_total", json_integer((json_int_t)t->res.segments));
         event(t, j);
     }
-    t->finished = true;
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    return NULL;
+    hy_http_sse_send(req, t->events.p, t->events.n, true);
 }
 
-static bool produce(struct hy_http_stream *s)
+static bool pump(struct hy_http_req *req)
 {
-    struct tr *t = (struct tr *)s;
-    pthread_mutex_lock(&t->mu);
-    while (!t->pending.n && !t->finished) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)(HY_HTTP_WAIT_S * 1e9);
-        ts.tv_sec += ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-        if (!t->pending.n && hy_http_client_gone(s->req))
-            break;
-    }
-    bool more = !t->finished;
-    if (t->t_first > 0)
-        hy_http_first_token(s->req);
-    hy_http_buf_add(&s->out, t->pending.p, t->pending.n);
-    t->pending.n = 0;
-    pthread_mutex_unlock(&t->mu);
-    if (s->req->client_gone) {
-        atomic_store(&t->cancel, true);
+    struct tr *t = req->task;
+    bool done = false, starved = false;
+    if (hy_http_should_stop(req))
+        t->st = hy_err_set(&t->err, HY_DOC_CANCELLED, "translation cancelled");
+    else
+        t->st = hy_doc_pump(t->doc, &done, &starved, &t->err);
+    /* starved: others' requests fill the engine's queue and none of ours runs, so no
+     * notification will come: the loop's sweep runs the pump again each tick */
+    atomic_store(&req->retry, starved && !t->st && !done);
+    if (!t->st && !done) {
+        if (t->stream && t->events.n) {
+            hy_http_sse_send(req, t->events.p, t->events.n, false);
+            t->events.n = 0;
+        }
         return false;
     }
-    return more;
-}
-
-static void tr_free(struct tr *t)
-{
-    if (t->thread_started) {
-        atomic_store(&t->cancel, true); /* the worker stops within one poll round */
-        pthread_join(t->thread, NULL);
-        pthread_mutex_destroy(&t->mu);
-        pthread_cond_destroy(&t->cv);
-    }
-    if (t->stream.req) {
-        t->stream.req->tokens_in = t->res.tokens_in;
-        t->stream.req->tokens_out = t->res.tokens_out;
-    }
-    hy_http_buf_free(&t->pending);
-    hy_http_buf_free(&t->whole);
-    free(t->text);
-    free(t);
-}
-
-static void destroy(struct hy_http_stream *s)
-{
-    tr_free((struct tr *)s);
+    finish(req, t);
+    req->task = NULL;
+    tr_free(t);
+    return true;
 }
 
 /* A language field: a code or name; "auto" (source only) gives NULL. Answers 400 listing
  * the valid codes when unknown. */
 static bool parse_lang(struct hy_http_req *req, json_t *body, const char *key, const char *alias,
-                       bool source, const struct hy_lang **out, enum MHD_Result *ret)
+                       bool source, const struct hy_lang **out)
 {
     char name[TR_LANG_MAX] = "";
     struct hy_err err = {{0}};
     const char *used = json_object_get(body, key) ? key : alias;
     if (hy_json_get_str(body, used, !source, name, sizeof name, &err)) {
-        *ret = hy_http_error(req, 400, source ? "invalid_parameter" : "missing_target_lang", "%s%s",
+        hy_http_error(req, 400, source ? "invalid_parameter" : "missing_target_lang", "%s%s",
                              err.msg, source ? "" : " (the language to translate into)");
         return false;
     }
@@ -232,7 +205,7 @@ static bool parse_lang(struct hy_http_req *req, json_t *body, const char *key, c
     if (!(*out = hy_lang_find(name))) {
         char list[512];
         hy_lang_list(list, sizeof list);
-        *ret = hy_http_error(req, 400, "unknown_language", "%s: unknown language '%s'; valid: %s%s",
+        hy_http_error(req, 400, "unknown_language", "%s: unknown language '%s'; valid: %s%s",
                              used, name, list, source ? ", auto" : "");
         return false;
     }
@@ -256,8 +229,7 @@ static bool blank(const char *s, size_t n)
 }
 
 /* Reads the body into t; answers 4xx and returns false on a bad request. */
-static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *stream,
-                  enum MHD_Result *ret)
+static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *stream)
 {
     struct hy_server *s = req->srv;
     struct hy_err err = {{0}};
@@ -266,19 +238,19 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     t->o.sampling = hy_sampler_params_default();
     uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull;
     if (!json_is_string(text))
-        return *ret = hy_http_error(req, 400, "missing_text", "text: a string is required"), false;
+        return hy_http_error(req, 400, "missing_text", "text: a string is required"), false;
     t->len = json_string_length(text);
     if (blank(json_string_value(text), t->len))
-        return *ret = hy_http_error(req, 400, "empty_text", "text is empty"), false;
+        return hy_http_error(req, 400, "empty_text", "text is empty"), false;
     size_t chars = count_chars(json_string_value(text), t->len);
     if (chars > s->cfg.max_chars)
-        return *ret = hy_http_error(req, 413, "text_too_long",
+        return hy_http_error(req, 413, "text_too_long",
                                     "text is %zu characters; the "
                                     "limit is %zu",
                                     chars, s->cfg.max_chars),
                false;
-    if (!parse_lang(req, body, "target_lang", "tgt", false, &t->o.tgt, ret) ||
-        !parse_lang(req, body, "source_lang", "src", true, &t->o.src, ret))
+    if (!parse_lang(req, body, "target_lang", "tgt", false, &t->o.tgt) ||
+        !parse_lang(req, body, "source_lang", "src", true, &t->o.src))
         return false;
     hy_status st = hy_json_get_bool(body, "stream", false, stream, &err);
     if (!st)
@@ -287,90 +259,62 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     if (!st)
         st = hy_gen_parse_sampling(body, &t->o.sampling, seed, &err);
     if (st)
-        return *ret = hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
+        return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
     t->o.max_new_tokens = (int)max_new;
     if (!(t->text = malloc(t->len + 1)))
-        return *ret = hy_http_error(req, 500, "out_of_memory", "out of memory"), false;
+        return hy_http_error(req, 500, "out_of_memory", "out of memory"), false;
     memcpy(t->text, json_string_value(text), t->len + 1);
     return true;
 }
 
-static enum MHD_Result answer_whole(struct hy_http_req *req, struct tr *t)
-{
-    t->o.write = write_whole;
-    t->o.cancelled = cancelled_whole;
-    t->st = hy_doc_translate(t->srv->engine, t->srv->tok, t->text, t->len, &t->o, &t->res, &t->err);
-    if (t->t_first > 0)
-        hy_http_first_token(req);
-    enum MHD_Result ret;
-    const char *code;
-    if (req->client_gone)
-        ret = MHD_NO;
-    else if (t->st) {
-        int status = failure(t, &code);
-        ret = hy_http_error(req, status, code, "%s",
-                            status == 504 ? "the request passed its deadline" : t->err.msg);
-    } else
-        ret = hy_http_json(req, 200, result_json(t, true));
-    tr_free(t);
-    return ret;
-}
-
-static enum MHD_Result start_stream(struct hy_http_req *req, struct tr *t)
-{
-    t->o.write = write_stream;
-    t->o.progress = progress_stream;
-    t->o.progress_ctx = t;
-    t->o.cancelled = cancelled_stream;
-    t->stream.produce = produce;
-    t->stream.destroy = destroy;
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
-    if (pthread_create(&t->thread, NULL, worker, t) != 0) {
-        pthread_mutex_destroy(&t->mu);
-        pthread_cond_destroy(&t->cv);
-        tr_free(t);
-        return hy_http_error(req, 503, "no_thread", "cannot start a thread; retry later");
-    }
-    t->thread_started = true;
-    return hy_http_sse(req, &t->stream);
-}
-
-enum MHD_Result hy_api_translate(struct hy_http_req *req)
+bool hy_api_translate(struct hy_http_req *req)
 {
     struct hy_server *s = req->srv;
-    enum MHD_Result ret = MHD_NO;
-    json_t *body = hy_http_body_json(req, &ret);
+    json_t *body = hy_http_body_json(req);
     if (!body)
-        return ret;
+        return true;
     struct tr *t = calloc(1, sizeof *t);
-    bool stream = false;
     if (!t) {
         json_decref(body);
         return hy_http_error(req, 500, "out_of_memory", "out of memory");
     }
     t->srv = s;
-    t->stream.req = req;
+    t->req = req;
     t->t0 = req->t0;
     t->deadline = req->deadline;
     t->o.write_ctx = t;
-    t->o.cancel_ctx = t;
-    bool ok = parse(req, body, t, &stream, &ret);
+    bool ok = parse(req, body, t, &t->stream);
     json_decref(body);
     if (!ok) {
+        t->req = NULL;
         tr_free(t);
-        return ret;
+        return true;
     }
-    struct hy_engine_stats es;
-    hy_engine_stats(s->engine, &es);
-    if (es.n_waiting >= hy_engine_get_params(s->engine)->max_queue) {
+    t->o.write = t->stream ? write_stream : write_whole;
+    if (t->stream) {
+        t->o.progress = progress_stream;
+        t->o.progress_ctx = t;
+    }
+    t->o.notify = hy_http_notify;
+    t->o.notify_ctx = req;
+    req->task = t;
+    req->pump = pump; /* before the first submit: the engine may notify at once */
+    t->t_start = hy_clock_now();
+    hy_status st = hy_doc_begin(&t->doc, s->engine, s->tok, t->text, t->len, &t->o, &t->res,
+                                &t->err);
+    if (st) {
+        req->task = NULL;
+        t->req = NULL;
+        struct hy_err e = t->err;
         tr_free(t);
-        return hy_http_error(req, 429, "queue_full",
-                             "the server is busy (%d requests waiting); "
-                             "retry later",
-                             es.n_waiting);
+        if (st == HY_E_NOSPACE)
+            return hy_http_error(req, 429, "queue_full",
+                                 "the server is busy (the engine's queue is full); retry later");
+        return hy_http_error(req, st == HY_E_INVAL ? 400 : 500, "translation_failed", "%s",
+                             e.msg);
     }
     hy_http_hold(req);
-    t->t_start = hy_clock_now();
-    return stream ? start_stream(req, t) : answer_whole(req, t);
+    if (t->stream)
+        hy_http_sse_begin(req);
+    return pump(req);
 }

@@ -24,6 +24,8 @@ hy_status hy_gen_start(struct hy_gen *g, struct hy_http_req *req, const int32_t 
     if (req->deadline > 0)
         r.timeout_s =
             req->deadline - hy_clock_now() > 0.001 ? req->deadline - hy_clock_now() : 0.001;
+    r.notify = hy_http_notify;
+    r.notify_ctx = req;
     if (!p->ignore_eos) {
         r.n_stop = s->n_stop;
         memcpy(r.stop_ids, s->stop_ids, sizeof r.stop_ids);
@@ -98,7 +100,7 @@ size_t hy_gen_step(struct hy_gen *g)
         }
         int32_t ids[GEN_READ_IDS];
         struct hy_engine_status st;
-        int k = hy_engine_read(e, g->handle, ids, GEN_READ_IDS, HY_HTTP_WAIT_S, &st);
+        int k = hy_engine_read(e, g->handle, ids, GEN_READ_IDS, 0, &st);
         if (k < 0) {
             g->finish = HY_FINISH_ERROR;
             g->done = true;
@@ -124,6 +126,8 @@ size_t hy_gen_step(struct hy_gen *g)
             safe -= held_back(g, g->text.p, g->emitted, g->text.n);
         if (safe > g->emitted || g->done)
             return safe - g->emitted;
+        if (k < GEN_READ_IDS)
+            return 0; /* nothing more yet: the engine's notification brings us back */
     }
     return g->text.n - g->emitted;
 }
@@ -145,8 +149,7 @@ void hy_gen_end(struct hy_gen *g)
     hy_http_buf_free(&g->text);
 }
 
-static bool parse_stop(struct hy_http_req *req, json_t *body, struct hy_gen_params *p,
-                       enum MHD_Result *ret)
+static bool parse_stop(struct hy_http_req *req, json_t *body, struct hy_gen_params *p)
 {
     json_t *v = json_object_get(body, "stop");
     if (!v || json_is_null(v))
@@ -159,7 +162,7 @@ static bool parse_stop(struct hy_http_req *req, json_t *body, struct hy_gen_para
         items = NULL;
     }
     if (n > HY_GEN_MAX_STOP_STRINGS) {
-        *ret = hy_http_error(req, 400, "invalid_parameter", "stop: at most %d strings",
+        hy_http_error(req, 400, "invalid_parameter", "stop: at most %d strings",
                              HY_GEN_MAX_STOP_STRINGS);
         return false;
     }
@@ -167,7 +170,7 @@ static bool parse_stop(struct hy_http_req *req, json_t *body, struct hy_gen_para
         json_t *s = items ? items[i] : json_array_get(v, i);
         size_t len = json_is_string(s) ? json_string_length(s) : 0;
         if (!json_is_string(s) || len == 0 || len >= HY_GEN_MAX_STOP_LEN) {
-            *ret = hy_http_error(req, 400, "invalid_parameter",
+            hy_http_error(req, 400, "invalid_parameter",
                                  "stop: a string or an array of non-empty strings of at most "
                                  "%d bytes",
                                  HY_GEN_MAX_STOP_LEN - 1);
@@ -202,8 +205,7 @@ hy_status hy_gen_parse_sampling(json_t *body, struct hy_sampler_params *sp, uint
     return HY_OK;
 }
 
-bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy_gen_params *p,
-                  enum MHD_Result *ret)
+bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy_gen_params *p)
 {
     struct hy_server *s = req->srv;
     struct hy_err err = {{0}};
@@ -225,16 +227,16 @@ bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy
     if (!st)
         st = hy_gen_parse_sampling(body, &p->sampling, seed, &err);
     if (st) {
-        *ret = hy_http_error(req, 400, "invalid_parameter", "%s", err.msg);
+        hy_http_error(req, 400, "invalid_parameter", "%s", err.msg);
         return false;
     }
     if (room < 1 || max_tokens > room) {
-        *ret = hy_http_error(req, 400, "context_length_exceeded",
+        hy_http_error(req, 400, "context_length_exceeded",
                              "the prompt (%d tokens) plus max_tokens (%lld) exceeds the %d-token "
                              "limit",
                              n_prompt, (long long)max_tokens, limit);
         return false;
     }
     p->max_tokens = (int)max_tokens;
-    return parse_stop(req, body, p, ret);
+    return parse_stop(req, body, p);
 }

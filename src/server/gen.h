@@ -1,8 +1,8 @@
-/* gen.h: one generation request on the engine for the OpenAI routes: submit the prompt,
- * read tokens as the engine publishes them (blocking on the request's condition variable,
- * HY_HTTP_WAIT_S at a time), decode them incrementally, and apply stop strings, holding
- * back text that could still become one. Connection thread only; the text buffer grows
- * with the output, bounded by max_tokens x HY_DETOK_MAX_OUT.
+/* gen.h: one generation request on the engine for the OpenAI routes: submit the prompt
+ * (the engine's notify hook schedules the request's worker), take in the tokens the engine
+ * has published without waiting, decode them incrementally, and apply stop strings,
+ * holding back text that could still become one. Run by the request's worker only; the
+ * text buffer grows with the output, bounded by max_tokens x HY_DETOK_MAX_OUT.
  * Errors: start returns HY_E_NOSPACE when the engine queue is full (429), HY_E_RANGE /
  * HY_E_INVAL for a request that can never run (400). */
 #ifndef HY_SERVER_GEN_H
@@ -38,10 +38,10 @@ struct hy_gen {
 /* Submits prompt[0..n) for req. */
 hy_status hy_gen_start(struct hy_gen *g, struct hy_http_req *req, const int32_t *prompt, int n,
                        const struct hy_gen_params *p, struct hy_err *err);
-/* Waits for and takes in the next tokens; returns the number of new bytes that may be
- * emitted (text.p + emitted, then the caller adds them to emitted). Sets done at the end
- * (finish tells why) or when req should stop (client gone, deadline: finish CANCELLED or
- * TIMEOUT). */
+/* Takes in the tokens published so far (never waits); returns the number of new bytes
+ * that may be emitted (text.p + emitted, then the caller adds them to emitted). Sets done
+ * at the end (finish tells why) or when req should stop (client gone, deadline: finish
+ * CANCELLED or TIMEOUT). Called again when the engine notifies. */
 size_t hy_gen_step(struct hy_gen *g);
 /* "stop" or "length" as OpenAI spells them; NULL for a failed request. */
 const char *hy_gen_finish_reason(const struct hy_gen *g);
@@ -51,9 +51,8 @@ void hy_gen_end(struct hy_gen *g);
 /* Reads max_tokens / max_completion_tokens, temperature, top_p, top_k,
  * repetition_penalty, seed, stop and ignore_eos from body into p (n_prompt decides the
  * default and the limit of max_tokens). On a bad value answers 400 through req and
- * returns false with *ret set. */
-bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy_gen_params *p,
-                  enum MHD_Result *ret);
+ * returns false. */
+bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy_gen_params *p);
 
 /* temperature (0..2), top_p (0..1; 0: greedy), top_k (-1 or 0: off), repetition_penalty,
  * seed (absent: fallback_seed) from body over the values already in sp. HY_E_FORMAT /

@@ -1,13 +1,12 @@
-/* http.c: request plumbing on libmicrohttpd: the access handler (body accumulation and
- * limits, routing, auth, CORS), responses (JSON, errors, server-sent events), the client
- * checks and the one log line per request (http.h has the contract). */
+/* http.c: the worker side of a request: responses (JSON, errors, server-sent events) as
+ * bytes handed to the event loop, the request's state and log line, routing, auth and
+ * CORS (http.h has the contract). */
 #include "server/http.h"
 
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
 
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,53 +62,101 @@ void hy_http_buf_free(struct hy_http_buf *b)
 
 /* ---- responses ---- */
 
-static void common_headers(struct hy_http_req *req, struct MHD_Response *r, const char *type)
+const char *hy_http_reason(int status)
 {
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (req->srv->cfg.cors) {
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, req->srv->cfg.cors);
-        MHD_add_response_header(r, "Vary", "Origin");
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return status >= 500 ? "Server Error" : "Client Error";
     }
 }
 
-static enum MHD_Result queue(struct hy_http_req *req, int status, struct MHD_Response *r)
+/* Hands bytes to the loop under the request's lock; end marks the response complete. */
+static void send_bytes(struct hy_http_req *req, const char *s, size_t n, bool end)
 {
-    if (!r)
-        return MHD_NO; /* out of memory: libmicrohttpd closes the connection */
+    pthread_mutex_lock(&req->mu);
+    bool post = false;
+    if (!req->detached) {
+        if (n && !hy_http_buf_add(&req->out, s, n))
+            req->close = true; /* out of memory: the response is cut, the connection closed */
+        req->out_end |= end;
+        if (!req->posted) {
+            req->posted = post = true;
+            atomic_fetch_add(&req->refs, 1); /* the inbox's */
+        }
+    }
+    pthread_mutex_unlock(&req->mu);
+    if (post)
+        hy_loop_post(req->srv, req);
+}
+
+/* The status line and headers; length -1: a streamed body, -2: none (204). */
+static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, const char *type,
+                 long long length)
+{
+    struct hy_server *s = req->srv;
     req->status = status;
-    enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ret;
+    req->close = !req->keep_alive || atomic_load(&s->draining) || (length == -1 && req->http10);
+    hy_http_buf_printf(b, "HTTP/1.1 %d %s\r\nServer: hymt\r\n", status, hy_http_reason(status));
+    if (type)
+        hy_http_buf_printf(b, "Content-Type: %s\r\n", type);
+    if (length >= 0)
+        hy_http_buf_printf(b, "Content-Length: %lld\r\n", length);
+    else if (length == -1 && !req->http10)
+        hy_http_buf_printf(b, "Transfer-Encoding: chunked\r\n");
+    if (s->cfg.cors)
+        hy_http_buf_printf(b, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n", s->cfg.cors);
+    if (status == 429 || status == 503)
+        hy_http_buf_printf(b, "Retry-After: 1\r\n");
+    if (status == 405)
+        hy_http_buf_printf(b, "Allow: %s\r\n",
+                           req->route == HY_ROUTE_TRANSLATE || req->route == HY_ROUTE_CHAT ||
+                                   req->route == HY_ROUTE_COMPLETIONS
+                               ? "POST, OPTIONS"
+                               : "GET, HEAD, OPTIONS");
+    hy_http_buf_printf(b, "Connection: %s\r\n", req->close ? "close" : "keep-alive");
 }
 
-enum MHD_Result hy_http_text(struct hy_http_req *req, int status, const char *type,
-                             const void *data, size_t len, bool copy)
+bool hy_http_text(struct hy_http_req *req, int status, const char *type, const void *data,
+                  size_t len)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        len, (void *)data, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_MUST_FREE);
-    if (!r && !copy)
-        free((void *)data);
-    if (r)
-        common_headers(req, r, type);
-    if (r && status == 429)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (r && status == 405)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
-                                req->route == HY_ROUTE_TRANSLATE || req->route == HY_ROUTE_CHAT ||
-                                        req->route == HY_ROUTE_COMPLETIONS
-                                    ? "POST, OPTIONS"
-                                    : "GET, HEAD, OPTIONS");
-    return queue(req, status, r);
+    struct hy_http_buf b = {0};
+    head(req, &b, status, type, (long long)len);
+    hy_http_buf_add(&b, "\r\n", 2);
+    if (!req->head_only)
+        hy_http_buf_add(&b, data, len);
+    send_bytes(req, b.p, b.n, true);
+    hy_http_buf_free(&b);
+    return true;
 }
 
-enum MHD_Result hy_http_json(struct hy_http_req *req, int status, json_t *body)
+bool hy_http_json(struct hy_http_req *req, int status, json_t *body)
 {
-    char *s = json_dumps(body, JSON_COMPACT);
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (!s)
-        return MHD_NO;
-    size_t n = strlen(s);
-    return hy_http_text(req, status, "application/json", s, n, false);
+    if (!s) {
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
+                                  "\"server_error\",\"code\":\"out_of_memory\"}}";
+        return hy_http_text(req, 500, "application/json", oom, sizeof oom - 1);
+    }
+    hy_http_text(req, status, "application/json", s, strlen(s));
+    free(s);
+    return true;
 }
 
 static const char *error_type(int status)
@@ -124,86 +171,70 @@ static const char *error_type(int status)
     }
 }
 
-enum MHD_Result hy_http_error(struct hy_http_req *req, int status, const char *code,
-                              const char *fmt, ...)
+void hy_http_error_body(struct hy_http_buf *b, int status, const char *code, const char *msg)
+{
+    json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "message", msg, "type",
+                          error_type(status), "code", code);
+    char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    if (s)
+        hy_http_buf_add(b, s, strlen(s));
+    else
+        hy_http_buf_printf(b, "{\"error\":{\"message\":\"out of memory\",\"type\":\"%s\","
+                              "\"code\":\"%s\"}}", error_type(status), code);
+    free(s);
+}
+
+bool hy_http_error(struct hy_http_req *req, int status, const char *code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "message", msg, "type", error_type(status),
-                          "code", code);
-    return e ? hy_http_json(req, status, e) : MHD_NO;
+    struct hy_http_buf b = {0};
+    hy_http_error_body(&b, status, code, msg);
+    hy_http_text(req, status, "application/json", b.p ? b.p : "", b.n);
+    hy_http_buf_free(&b);
+    return true;
 }
 
-static void req_unref(struct hy_http_req *req);
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+void hy_http_sse_begin(struct hy_http_req *req)
 {
-    struct hy_http_stream *s = cls;
-    (void)pos;
-    while (s->pos == s->out.n) {
-        if (s->ended)
-            return s->req->client_gone ? MHD_CONTENT_READER_END_WITH_ERROR
-                                       : MHD_CONTENT_READER_END_OF_STREAM;
-        s->out.n = 0;
-        s->pos = 0;
-        if (!s->produce(s))
-            s->ended = true;
+    struct hy_http_buf b = {0};
+    head(req, &b, 200, "text/event-stream; charset=utf-8", -1);
+    hy_http_buf_printf(&b, "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n\r\n");
+    pthread_mutex_lock(&req->mu);
+    req->chunked = !req->http10;
+    req->streaming = true;
+    pthread_mutex_unlock(&req->mu);
+    send_bytes(req, b.p, b.n, false);
+    hy_http_buf_free(&b);
+}
+
+void hy_http_sse_send(struct hy_http_req *req, const char *s, size_t n, bool end)
+{
+    if (!req->chunked) {
+        send_bytes(req, s, n, end);
+        return;
     }
-    size_t n = s->out.n - s->pos < max ? s->out.n - s->pos : max;
-    memcpy(buf, s->out.p + s->pos, n);
-    s->pos += n;
-    return (ssize_t)n;
-}
-
-static void sse_free(void *cls)
-{
-    struct hy_http_stream *s = cls;
-    struct hy_http_req *req = s->req;
-    req->stream = NULL;
-    hy_http_buf_free(&s->out);
-    s->destroy(s);
-    req_unref(req);
-}
-
-enum MHD_Result hy_http_sse(struct hy_http_req *req, struct hy_http_stream *s)
-{
-    s->req = req;
-    req->stream = s;
-    req->refs++;
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
-    if (!r) {
-        sse_free(s);
-        return MHD_NO;
+    struct hy_http_buf b = {0};
+    if (n) {
+        hy_http_buf_printf(&b, "%zx\r\n", n);
+        hy_http_buf_add(&b, s, n);
+        hy_http_buf_add(&b, "\r\n", 2);
     }
-    common_headers(req, r, "text/event-stream; charset=utf-8");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no");
-    return queue(req, 200, r);
+    if (end)
+        hy_http_buf_add(&b, "0\r\n\r\n", 5);
+    send_bytes(req, b.p, b.n, end);
+    hy_http_buf_free(&b);
 }
 
 /* ---- request state ---- */
 
-bool hy_http_client_gone(struct hy_http_req *req)
-{
-    if (req->client_gone)
-        return true;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci)
-        return false;
-    struct pollfd p = {ci->connect_fd, POLLRDHUP, 0};
-    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-        req->client_gone = true;
-    return req->client_gone;
-}
-
 bool hy_http_should_stop(struct hy_http_req *req)
 {
-    return hy_http_client_gone(req) || atomic_load(&req->srv->aborting) ||
+    return atomic_load(&req->client_gone) || atomic_load(&req->srv->aborting) ||
            (req->deadline > 0 && hy_clock_now() > req->deadline);
 }
 
@@ -223,19 +254,23 @@ void hy_http_hold(struct hy_http_req *req)
     }
 }
 
-json_t *hy_http_body_json(struct hy_http_req *req, enum MHD_Result *ret)
+void hy_http_notify(void *ctx)
+{
+    struct hy_http_req *req = ctx;
+    hy_work_schedule(req->srv->work, req);
+}
+
+json_t *hy_http_body_json(struct hy_http_req *req)
 {
     json_t *v = NULL;
     struct hy_err err = {{0}};
     if (hy_json_parse(&v, req->body.p ? req->body.p : "", req->body.n, "request body", &err)) {
-        *ret = hy_http_error(req, 400, "invalid_json", "%s", err.msg);
+        hy_http_error(req, 400, "invalid_json", "%s", err.msg);
         return NULL;
     }
     if (!json_is_object(v)) {
-        *ret = hy_http_error(req, 400, "invalid_json",
-                             "the request body must be a JSON object, "
-                             "not %s",
-                             hy_json_type_name(v));
+        hy_http_error(req, 400, "invalid_json", "the request body must be a JSON object, not %s",
+                      hy_json_type_name(v));
         json_decref(v);
         return NULL;
     }
@@ -250,37 +285,47 @@ void hy_http_new_id(struct hy_server *srv, const char *prefix, char *buf, size_t
              (unsigned long long)x);
 }
 
-static void req_unref(struct hy_http_req *req)
+void hy_http_log_escape(const char *s, size_t n, char *out, size_t cap)
 {
-    if (--req->refs > 0)
-        return;
-    double dt = hy_clock_now() - req->t0;
-    struct hy_server *srv = req->srv;
-    hy_metrics_record(&srv->metrics, req->route, req->status, dt, req->tokens_in, req->tokens_out,
-                      req->client_gone);
-    HY_LOGI("http: %s %s %d %.1f ms tokens %lld+%lld%s", req->method, req->path, req->status,
-            dt * 1e3, (long long)req->tokens_in, (long long)req->tokens_out,
-            req->client_gone ? " (client went away: cancelled)" : "");
-    if (req->active)
-        atomic_fetch_sub(&srv->active, 1);
-    hy_http_buf_free(&req->body);
-    free(req);
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f || c == '\\' || c == '"')
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+        else
+            out[o++] = (char)c;
+    }
+    if (cap)
+        out[o < cap ? o : cap - 1] = '\0';
 }
 
-void hy_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                       enum MHD_RequestTerminationCode toe)
+void hy_http_req_unref(struct hy_http_req *req)
 {
-    struct hy_http_req *req = *con_cls;
-    (void)cls;
-    (void)c;
-    if (!req)
+    if (atomic_fetch_sub(&req->refs, 1) != 1)
         return;
-    *con_cls = NULL;
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
-        req->client_gone = true;
+    struct hy_server *srv = req->srv;
+    double dt = hy_clock_now() - req->t0;
+    bool gone = atomic_load(&req->client_gone);
     if (req->status == 0)
         req->status = 499; /* closed before any response (nginx's "client closed request") */
-    req_unref(req);
+    hy_metrics_record(&srv->metrics, req->route, req->status, dt, req->tokens_in,
+                      req->tokens_out, gone);
+    char m[80], p[600];
+    hy_http_log_escape(req->method, strlen(req->method), m, sizeof m);
+    hy_http_log_escape(req->path, strlen(req->path), p, sizeof p);
+    HY_LOGI("http: %s %s %d %.1f ms tokens %lld+%lld%s", m, p, req->status, dt * 1e3,
+            (long long)req->tokens_in, (long long)req->tokens_out,
+            gone ? " (client went away: cancelled)" : "");
+    if (req->active && atomic_fetch_sub(&srv->active, 1) == 1) {
+        pthread_mutex_lock(&srv->idle_mu);
+        pthread_cond_broadcast(&srv->idle_cv);
+        pthread_mutex_unlock(&srv->idle_mu);
+    }
+    hy_http_buf_free(&req->body);
+    hy_http_buf_free(&req->out);
+    pthread_mutex_destroy(&req->mu);
+    free(req->auth);
+    free(req);
 }
 
 /* ---- routing ---- */
@@ -291,7 +336,7 @@ struct route {
     const char *method; /* GET also answers HEAD */
     bool engine;        /* needs the loaded model (503 before, and while draining) */
     bool auth;          /* needs the API key when one is set */
-    enum MHD_Result (*handler)(struct hy_http_req *req);
+    bool (*handler)(struct hy_http_req *req);
 };
 
 static const struct route routes[] = {
@@ -319,8 +364,7 @@ static bool authorized(struct hy_http_req *req)
     const char *key = req->srv->cfg.api_key;
     if (!key)
         return true;
-    const char *h =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h = req->auth;
     if (!h || strncasecmp(h, "Bearer ", 7))
         return false;
     h += 7;
@@ -331,19 +375,19 @@ static bool authorized(struct hy_http_req *req)
     return diff == 0;
 }
 
-static enum MHD_Result preflight(struct hy_http_req *req)
+static bool preflight(struct hy_http_req *req)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    if (!r)
-        return MHD_NO;
-    common_headers(req, r, "text/plain");
-    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
-    MHD_add_response_header(r, "Access-Control-Max-Age", "600");
-    return queue(req, 204, r);
+    struct hy_http_buf b = {0};
+    head(req, &b, 204, NULL, -2);
+    hy_http_buf_printf(&b, "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+                           "Access-Control-Allow-Headers: Authorization, Content-Type\r\n"
+                           "Access-Control-Max-Age: 600\r\n\r\n");
+    send_bytes(req, b.p, b.n, true);
+    hy_http_buf_free(&b);
+    return true;
 }
 
-static enum MHD_Result dispatch(struct hy_http_req *req)
+bool hy_http_dispatch(struct hy_http_req *req)
 {
     const struct route *rt = find_route(req->path);
     if (!rt)
@@ -351,14 +395,10 @@ static enum MHD_Result dispatch(struct hy_http_req *req)
     req->route = rt->id;
     if (!strcmp(req->method, "OPTIONS"))
         return preflight(req);
-    bool head = !strcmp(req->method, "HEAD") && !strcmp(rt->method, "GET");
-    if (strcmp(req->method, rt->method) && !head)
+    req->head_only = !strcmp(req->method, "HEAD") && !strcmp(rt->method, "GET");
+    if (strcmp(req->method, rt->method) && !req->head_only)
         return hy_http_error(req, 405, "method_not_allowed", "%s takes %s, not %s", rt->path,
                              rt->method, req->method);
-    if (req->too_big)
-        return hy_http_error(req, 413, "request_too_large",
-                             "the request body is larger than the %zu-byte limit",
-                             req->srv->cfg.max_body);
     if (rt->auth && !authorized(req))
         return hy_http_error(req, 401, "invalid_api_key",
                              "a valid API key is required (Authorization: Bearer KEY)");
@@ -367,59 +407,4 @@ static enum MHD_Result dispatch(struct hy_http_req *req)
     if (rt->engine && !atomic_load(&req->srv->ready))
         return hy_http_error(req, 503, "not_ready", "the model is still loading");
     return rt->handler(req);
-}
-
-static struct hy_http_req *req_new(struct hy_server *srv, struct MHD_Connection *c, const char *url,
-                                   const char *method)
-{
-    struct hy_http_req *req = calloc(1, sizeof *req);
-    if (!req)
-        return NULL;
-    req->srv = srv;
-    req->conn = c;
-    req->route = HY_ROUTE_OTHER;
-    req->refs = 1;
-    req->t0 = hy_clock_now();
-    if (srv->cfg.timeout_s > 0)
-        req->deadline = req->t0 + srv->cfg.timeout_s;
-    snprintf(req->method, sizeof req->method, "%s", method);
-    const char *q = strchr(url, '?'); /* libmicrohttpd strips the query; be safe anyway */
-    snprintf(req->path, sizeof req->path, "%.*s", (int)(q ? (size_t)(q - url) : strlen(url)), url);
-    return req;
-}
-
-enum MHD_Result hy_http_access(void *cls, struct MHD_Connection *c, const char *url,
-                               const char *method, const char *version, const char *upload,
-                               size_t *upload_size, void **con_cls)
-{
-    struct hy_server *srv = cls;
-    struct hy_http_req *req = *con_cls;
-    (void)version;
-    if (!req) {
-        if (!(req = req_new(srv, c, url, method)))
-            return MHD_NO;
-        *con_cls = req;
-        const char *cl =
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
-            req->too_big = true; /* answered at once: the body is never read */
-            return hy_http_error(req, 413, "request_too_large",
-                                 "the request body is larger than the %zu-byte limit",
-                                 srv->cfg.max_body);
-        }
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        if (!req->too_big && req->body.n + *upload_size > srv->cfg.max_body) {
-            req->too_big = true;
-            hy_http_buf_free(&req->body);
-        }
-        if (!req->too_big && !hy_http_buf_add(&req->body, upload, *upload_size))
-            return MHD_NO;
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    if (req->status) /* already answered (early 413) */
-        return MHD_YES;
-    return dispatch(req);
 }

@@ -1,9 +1,16 @@
-/* http.h: internals shared by the server's files: the server object, one request's
- * context, responses (JSON, errors, server-sent events) and the route handlers.
- * A request context lives from the first call of the access handler until both the
- * request-completed callback and (for a stream) the response's free callback have run;
- * it is used by its connection's thread only. Response helpers queue the response and
- * return the MHD_Result to hand back to libmicrohttpd. */
+/* http.h: internals shared by the server's files: the server object, one request, the
+ * response helpers, the worker pool and the event loop's hand-off.
+ * Threads: one event-loop thread (loop.c) owns every socket and the connection table; a
+ * fixed pool of workers (work.c) runs the route handlers (JSON, tokenization,
+ * detokenization); the engine thread wakes a request's worker through its notify hook.
+ * A request is run by at most one worker at a time: hy_work_schedule queues it (or marks
+ * it to run again); its `pump` runs until it returns true (finished: the engine work is
+ * released and the whole response sent). Workers hand response bytes to the loop with
+ * hy_http_send (a mutex per request, an eventfd to wake the loop); nothing blocks on the
+ * network or on the engine.
+ * Life of a request: created by the loop when its head and body are in (two references:
+ * the connection's and the worker's), freed when the response is out (or the client gone)
+ * and its worker finished; then its log line and metrics are written. */
 #ifndef HY_SERVER_HTTP_H
 #define HY_SERVER_HTTP_H
 
@@ -12,17 +19,17 @@
 #include "translate/prompt.h"
 
 #include <jansson.h>
-#include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define HY_HTTP_WAIT_S 0.25 /* longest blocking wait before checking the client and drain */
+struct hy_loop;
+struct hy_work;
 
 struct hy_server {
     struct hy_server_config cfg;
-    struct MHD_Daemon *daemon;
     int port;
     struct hy_engine *engine; /* set once by hy_server_set_engine, then read only */
     const struct hy_tok *tok;
@@ -34,9 +41,13 @@ struct hy_server {
     atomic_uint_fast64_t next_id;
     struct hy_metrics metrics;
     long long created; /* unix time of start, for /v1/models */
+    struct hy_loop *loop;
+    struct hy_work *work;
+    pthread_mutex_t idle_mu; /* drain waits on idle_cv for active == 0 */
+    pthread_cond_t idle_cv;
 };
 
-/* A growable byte buffer (responses, streamed text). */
+/* A growable byte buffer (bodies, responses, streamed text). */
 struct hy_http_buf {
     char *p;
     size_t n, cap;
@@ -47,76 +58,111 @@ bool hy_http_buf_printf(struct hy_http_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void hy_http_buf_free(struct hy_http_buf *b);
 
-struct hy_http_stream;
+enum hy_work_state { HY_W_IDLE, HY_W_QUEUED, HY_W_RUNNING, HY_W_AGAIN, HY_W_DONE };
 
 struct hy_http_req {
     struct hy_server *srv;
-    struct MHD_Connection *conn;
+    atomic_int refs;
     enum hy_route route;
     char method[16];
-    char path[128];
+    char path[256];   /* percent-decoded, checked; longer paths match no route */
+    char *auth;       /* the Authorization header's value, or NULL */
+    bool head_only;   /* HEAD: the GET response's head alone */
+    bool keep_alive;  /* the client's wish (HTTP version, Connection) */
+    bool http10;
     struct hy_http_buf body;
-    bool too_big, got_body;
-    double t0;       /* arrival, monotonic clock */
-    double deadline; /* monotonic; 0: none */
+    double t0;        /* arrival (head complete), monotonic clock */
+    double deadline;  /* monotonic; 0: none */
     int status;
     int64_t tokens_in, tokens_out;
-    bool client_gone, ttft_seen, active;
-    int refs; /* the request + a streamed response */
-    struct hy_http_stream *stream;
-};
-
-/* A streamed (text/event-stream) response. produce appends to out and blocks until it has
- * something or the stream ends; it returns false at the end (out may hold a last piece).
- * destroy frees the producer's state (cancelling its engine work) and the stream. */
-struct hy_http_stream {
-    struct hy_http_req *req;
+    atomic_bool client_gone;
+    atomic_bool retry; /* the loop's sweep schedules it each tick (nothing else will) */
+    bool ttft_seen, active;
+    /* the handler's: run by a worker until it returns true */
+    bool (*pump)(struct hy_http_req *req);
+    void *task;
+    /* worker pool (under its mutex) */
+    enum hy_work_state wstate;
+    struct hy_http_req *wnext;
+    /* output to the loop (under mu) */
+    pthread_mutex_t mu;
     struct hy_http_buf out;
-    size_t pos;
-    bool ended;
-    bool (*produce)(struct hy_http_stream *s);
-    void (*destroy)(struct hy_http_stream *s);
+    bool out_end;     /* the response is complete */
+    bool posted;      /* in the loop's inbox */
+    bool detached;    /* the connection is gone: output is dropped */
+    bool close;       /* the response said Connection: close */
+    bool chunked;     /* streamed body in chunked framing */
+    bool streaming;   /* a server-sent-events response (keep-alive comments) */
+    struct hy_http_req *pnext;
+    int conn;         /* the loop's connection slot */
 };
 
-/* Responses: each takes ownership of its body and queues it on req's connection. */
-enum MHD_Result hy_http_json(struct hy_http_req *req, int status, json_t *body);
-enum MHD_Result hy_http_text(struct hy_http_req *req, int status, const char *type,
-                             const void *data, size_t len, bool copy);
-/* {"error": {"message", "type", "code"}} with the type and code the status implies. */
-enum MHD_Result hy_http_error(struct hy_http_req *req, int status, const char *code,
-                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* Starts a server-sent-events response fed by s (ownership passes to the response). */
-enum MHD_Result hy_http_sse(struct hy_http_req *req, struct hy_http_stream *s);
+/* ---- responses (worker side): each sends the whole response and returns true ---- */
+bool hy_http_json(struct hy_http_req *req, int status, json_t *body);
+bool hy_http_text(struct hy_http_req *req, int status, const char *type, const void *data,
+                  size_t len);
+/* {"error": {"message", "type", "code"}} with the type the status implies. */
+bool hy_http_error(struct hy_http_req *req, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The reason phrase of a status ("Not Found"). */
+const char *hy_http_reason(int status);
+/* The JSON error body for status/code/msg into buf (the loop's protocol errors too). */
+void hy_http_error_body(struct hy_http_buf *b, int status, const char *code, const char *msg);
+/* Starts a server-sent-events response (status 200, chunked on HTTP/1.1). */
+void hy_http_sse_begin(struct hy_http_req *req);
+/* Sends events (whole "data: ...\n\n" pieces); end: the last piece. */
+void hy_http_sse_send(struct hy_http_req *req, const char *s, size_t n, bool end);
 
-/* True when the client closed its connection (checked on the socket, no read). */
-bool hy_http_client_gone(struct hy_http_req *req);
 /* True when the request should stop: client gone, deadline passed, or shutdown aborting. */
 bool hy_http_should_stop(struct hy_http_req *req);
 /* Records the first generated token's time once (TTFT histogram). */
 void hy_http_first_token(struct hy_http_req *req);
-/* Marks the request as holding engine work (drain waits for it); released at completion. */
+/* Marks the request as holding engine work (drain waits for it); released at the end. */
 void hy_http_hold(struct hy_http_req *req);
+/* The engine's notify hook for a request (ctx: the request): schedules its worker. */
+void hy_http_notify(void *ctx);
 
-/* Parses the body as a JSON object; on failure answers 400 and returns NULL with *ret set. */
-json_t *hy_http_body_json(struct hy_http_req *req, enum MHD_Result *ret);
+/* Parses the body as a JSON object; on failure answers 400 and returns NULL. */
+json_t *hy_http_body_json(struct hy_http_req *req);
 /* A fresh id such as "chatcmpl-..." (prefix + 24 hex digits) into buf. */
 void hy_http_new_id(struct hy_server *srv, const char *prefix, char *buf, size_t cap);
 
-/* libmicrohttpd callbacks (cls: the server). */
-enum MHD_Result hy_http_access(void *cls, struct MHD_Connection *c, const char *url,
-                               const char *method, const char *version, const char *upload,
-                               size_t *upload_size, void **con_cls);
-void hy_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                       enum MHD_RequestTerminationCode toe);
+/* The first run of every request: routing, methods, auth, readiness, then the handler. */
+bool hy_http_dispatch(struct hy_http_req *req);
+/* Drops a reference; the last one writes the log line and the metrics and frees. */
+void hy_http_req_unref(struct hy_http_req *req);
+/* Copies s into out (cap bytes, NUL-terminated) with control characters, backslashes,
+ * quotes and bytes >= 0x80 escaped as \xNN: a log field that cannot forge a line. */
+void hy_http_log_escape(const char *s, size_t n, char *out, size_t cap);
 
-/* Route handlers (api_*.c), called once the whole body has arrived. */
-enum MHD_Result hy_api_translate(struct hy_http_req *req);
-enum MHD_Result hy_api_chat(struct hy_http_req *req);
-enum MHD_Result hy_api_completions(struct hy_http_req *req);
-enum MHD_Result hy_api_models(struct hy_http_req *req);
-enum MHD_Result hy_api_health(struct hy_http_req *req);
-enum MHD_Result hy_api_ready(struct hy_http_req *req);
-enum MHD_Result hy_api_metrics(struct hy_http_req *req);
-enum MHD_Result hy_api_page(struct hy_http_req *req);
+/* ---- worker pool (work.c) ---- */
+hy_status hy_work_create(struct hy_work **out, int n_threads, struct hy_err *err);
+/* Runs req's pump on a worker soon (once more if it is running now); a finished request is
+ * left alone. Any thread, the engine's notify hook included. */
+void hy_work_schedule(struct hy_work *w, struct hy_http_req *req);
+/* Runs what is queued, then stops and joins the workers. Accepts NULL. */
+void hy_work_destroy(struct hy_work *w);
+
+/* ---- event loop (loop.c) ---- */
+hy_status hy_loop_create(struct hy_server *s, struct hy_err *err);
+/* Hands the bytes the worker queued on req to its connection (wakes the loop). */
+void hy_loop_post(struct hy_server *s, struct hy_http_req *req);
+/* Closes the listening socket and idle connections now (from any thread). */
+void hy_loop_drain(struct hy_server *s);
+/* Wakes every request still running (the abort after the drain limit). */
+void hy_loop_kick_all(struct hy_server *s);
+/* Stops the loop thread, closes every connection, frees the loop. */
+void hy_loop_destroy(struct hy_server *s);
+
+/* Route handlers (api_*.c), run on a worker once the whole body has arrived; each returns
+ * true when finished, or sets req->pump and returns false. */
+bool hy_api_translate(struct hy_http_req *req);
+bool hy_api_chat(struct hy_http_req *req);
+bool hy_api_completions(struct hy_http_req *req);
+bool hy_api_models(struct hy_http_req *req);
+bool hy_api_health(struct hy_http_req *req);
+bool hy_api_ready(struct hy_http_req *req);
+bool hy_api_metrics(struct hy_http_req *req);
+bool hy_api_page(struct hy_http_req *req);
 
 #endif

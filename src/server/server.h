@@ -1,10 +1,17 @@
-/* server.h: the HTTP server of `hymt serve` on libmicrohttpd: the translation API, the
- * OpenAI-compatible API, health/readiness/metrics and the embedded web page, all on one
- * shared engine. Threads: libmicrohttpd runs one thread per connection (at most
- * max_connections); a handler blocks on its engine request (condition variables, never a
- * busy loop) and checks its client's socket while it waits, so a client that goes away
- * cancels its work. Memory: per request, bounded by max_body and max_chars; everything
- * else is fixed at create.
+/* server.h: the HTTP server of `hymt serve`: the translation API, the OpenAI-compatible
+ * API, health/readiness/metrics and the embedded web page, all on one shared engine.
+ * Threads: one event-loop thread (epoll) owns every connection; a fixed pool of workers
+ * runs the handlers (JSON, tokenization, detokenization); the engine wakes a request's
+ * worker through its notify hook when it has tokens for it. No thread per connection or
+ * per stream, nothing polls. A client that goes away cancels its work.
+ * Memory: the connection table and its head buffers are allocated at create
+ * (max_connections x 16 KiB); per request, a body bounded by max_body and a response
+ * bounded by the request's own limits (max_chars, max_tokens).
+ * Hostile clients: a request head must arrive within header_timeout_s, a body within
+ * body_timeout_s, an idle keep-alive connection closes after idle_timeout_s; one address
+ * holds at most max_per_client connections; when the table is full, the connection that
+ * waits longest for a request head makes room. The parser is strict (http_parse.h) and
+ * every refusal, protocol-level ones included, is a JSON error.
  * Life cycle: create (listens at once; /health answers, /ready is 503) -> set_engine
  * (ready) -> [the caller waits for a signal] -> drain -> destroy. The server handles no
  * signals itself: the caller blocks them before create so every server thread inherits
@@ -22,7 +29,10 @@
 
 #define HY_SERVER_MAX_BODY_DEFAULT (1u << 20) /* bytes of one request body */
 #define HY_SERVER_MAX_CHARS_DEFAULT 20000     /* characters of text to translate */
-#define HY_SERVER_MAX_CONNECTIONS 1024        /* one thread each, small stacks */
+#define HY_SERVER_MAX_CONNECTIONS 1024        /* the connection table's size */
+#define HY_SERVER_HEADER_TIMEOUT_S 10.0       /* a request head must arrive within this */
+#define HY_SERVER_BODY_TIMEOUT_S 30.0         /* a request body must arrive within this */
+#define HY_SERVER_IDLE_TIMEOUT_S 30.0         /* idle keep-alive connections close after */
 
 struct hy_server_config {
     const char *host;       /* address to bind, "127.0.0.1" by default */
@@ -36,6 +46,12 @@ struct hy_server_config {
     const char *model_name; /* the id /v1/models lists and responses carry */
     bool demo;              /* random-weight demo model: say so everywhere */
     int max_connections;    /* 0: HY_SERVER_MAX_CONNECTIONS */
+    int max_per_client;     /* connections from one address; 0: 3/4 of max_connections */
+    int workers;            /* handler threads; 0: the online CPUs, 2..16 */
+    double header_timeout_s; /* 0: HY_SERVER_HEADER_TIMEOUT_S; past it 408 */
+    double body_timeout_s;   /* 0: HY_SERVER_BODY_TIMEOUT_S; past it 408 */
+    double idle_timeout_s;   /* 0: HY_SERVER_IDLE_TIMEOUT_S; also a quiet stream gets an SSE
+                              * comment every half of it (15 s at most) */
 };
 
 struct hy_server;
@@ -49,10 +65,12 @@ int hy_server_port(const struct hy_server *s);
  * outliving the server). Once only. */
 hy_status hy_server_set_engine(struct hy_server *s, struct hy_engine *e, const struct hy_tok *tok,
                                struct hy_err *err);
-/* Stops accepting connections, answers 503 to new requests (and /ready), waits up to
- * drain_s for running requests, then cancels the rest. Returns the number cancelled. */
+/* Closes the listening socket at once (new clients are refused) and idle connections,
+ * answers 503 to new requests on open ones (and /ready), waits up to drain_s for running
+ * requests, then cancels the rest: each answers 503, each open stream ends with a final
+ * error event. Returns the number cancelled. */
 int hy_server_drain(struct hy_server *s);
-/* Stops the listener and every connection thread and frees the server. Accepts NULL. */
+/* Closes every connection, stops the threads and frees the server. Accepts NULL. */
 void hy_server_destroy(struct hy_server *s);
 
 #endif

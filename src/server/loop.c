@@ -1,0 +1,815 @@
+/* loop.c: the event loop: one thread, one epoll set, a connection table allocated once
+ * (--max-connections entries, each with a fixed 16 KiB head buffer), the strict parser,
+ * deadlines, per-address limits, and the hand-off of complete requests to the workers
+ * (http.h has the contract; docs/ARCHITECTURE.md the connection life cycle).
+ * A connection is in one state: HEAD (reading a request head; idle between keep-alive
+ * requests), BODY / CHUNKED (reading its body), BUSY (a worker runs the request; only a
+ * hang-up is watched, pipelined bytes wait in the kernel), LINGER (an error was answered:
+ * the write side is shut and what the client still sends is read and dropped for a
+ * moment, so the answer is not lost to a reset). Every refusal is a JSON error. */
+#include "server/http.h"
+#include "server/http_parse.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define LOOP_BUF (16u << 10)   /* a connection's head buffer: the largest request head */
+#define LOOP_TICK_MS 100       /* the deadline sweep's period */
+#define LOOP_LINGER_S 2.0      /* after an error answer, read and drop for this long */
+#define LOOP_EVENTS 256
+#define LOOP_KEEPALIVE_MAX_S 15.0 /* SSE comment at least this often on a quiet stream */
+
+enum cstate { C_FREE, C_HEAD, C_BODY, C_CHUNKED, C_BUSY, C_LINGER };
+
+struct conn;
+
+/* The connection's byte I/O: plain sockets now; TLS (GnuTLS) slots in here later. Both
+ * return bytes moved, 0 at end of stream (read), -1 with errno (EAGAIN: try later). */
+struct conn_io {
+    ssize_t (*read)(struct conn *c, void *p, size_t n);
+    ssize_t (*write)(struct conn *c, const void *p, size_t n);
+};
+
+struct conn {
+    int fd;
+    enum cstate st;
+    unsigned events;        /* epoll interest now */
+    char *in;               /* [LOOP_BUF] from the pool */
+    size_t in_n;
+    int64_t body_left;      /* C_BODY */
+    struct hy_http_chunked ck;
+    struct hy_http_req *req; /* being read (BODY/CHUNKED) or run (BUSY) */
+    struct hy_http_buf out; /* bytes to write */
+    size_t out_pos;
+    bool resp_end, close_after, sse, chunked, started;
+    double since;           /* HEAD: idle or head start; the eviction order */
+    double deadline;        /* of the current state */
+    double t_out;           /* last write progress */
+    int addr;               /* slot in the per-address table */
+    const struct conn_io *io;
+};
+
+struct addr_ent {
+    unsigned char key[16];
+    int count; /* 0: empty */
+};
+
+struct hy_loop {
+    struct hy_server *srv;
+    int ep, lfd, efd;
+    pthread_t thread;
+    bool started;
+    struct conn *conns;
+    int n_conns, n_used;
+    int *free_list, n_free;
+    char *bufs;
+    struct addr_ent *addrs;
+    size_t addr_cap; /* power of two, at least twice the connections */
+    int per_addr;
+    char *path; /* [HY_HTTP_MAX_TARGET + 1]: the decoded target, loop thread only */
+    /* commands from other threads */
+    pthread_mutex_t mu;
+    struct hy_http_req *inbox;
+    bool cmd_drain, cmd_kick, cmd_stop;
+    double next_tick;
+    char listen_tag, wake_tag;
+};
+
+static ssize_t plain_read(struct conn *c, void *p, size_t n)
+{
+    return recv(c->fd, p, n, 0);
+}
+
+static ssize_t plain_write(struct conn *c, const void *p, size_t n)
+{
+    return send(c->fd, p, n, MSG_NOSIGNAL);
+}
+
+static const struct conn_io plain_io = {plain_read, plain_write};
+
+/* ---- per-address counts: open addressing, linear probing, backward-shift deletion ---- */
+
+static size_t addr_hash(const unsigned char *k)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < 16; i++)
+        h = (h ^ k[i]) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static int addr_find(struct hy_loop *l, const unsigned char *k, bool add)
+{
+    size_t m = l->addr_cap - 1;
+    for (size_t i = addr_hash(k) & m;; i = (i + 1) & m) {
+        struct addr_ent *a = &l->addrs[i];
+        if (a->count && !memcmp(a->key, k, 16))
+            return (int)i;
+        if (!a->count) {
+            if (!add)
+                return -1;
+            memcpy(a->key, k, 16);
+            return (int)i;
+        }
+    }
+}
+
+static void addr_release(struct hy_loop *l, int slot)
+{
+    size_t m = l->addr_cap - 1, i = (size_t)slot;
+    if (--l->addrs[i].count > 0)
+        return;
+    for (size_t j = (i + 1) & m; l->addrs[j].count; j = (j + 1) & m) {
+        size_t home = addr_hash(l->addrs[j].key) & m;
+        /* move j back into the hole at i unless its home lies cyclically in (i, j] */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            l->addrs[i] = l->addrs[j];
+            l->addrs[j].count = 0;
+            i = j;
+        }
+    }
+}
+
+static void addr_key(const struct sockaddr_storage *sa, unsigned char *k)
+{
+    memset(k, 0, 16);
+    if (sa->ss_family == AF_INET6)
+        memcpy(k, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    else if (sa->ss_family == AF_INET)
+        memcpy(k + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+}
+
+/* ---- connections ---- */
+
+static void set_events(struct hy_loop *l, struct conn *c, unsigned ev)
+{
+    if (c->events == ev)
+        return;
+    struct epoll_event e = {.events = ev, .data.ptr = c};
+    epoll_ctl(l->ep, EPOLL_CTL_MOD, c->fd, &e);
+    c->events = ev;
+}
+
+/* Lets the connection's request go: the worker's output is dropped from now on. */
+static void detach(struct hy_loop *l, struct conn *c, bool gone)
+{
+    struct hy_http_req *req = c->req;
+    if (!req)
+        return;
+    c->req = NULL;
+    pthread_mutex_lock(&req->mu);
+    req->detached = true;
+    pthread_mutex_unlock(&req->mu);
+    bool handed = c->st == C_BUSY;
+    if (gone && handed) {
+        atomic_store(&req->client_gone, true);
+        hy_work_schedule(l->srv->work, req); /* it notices and cancels its engine work */
+    }
+    hy_http_req_unref(req);
+}
+
+static void close_conn(struct hy_loop *l, struct conn *c, bool gone)
+{
+    detach(l, c, gone);
+    epoll_ctl(l->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    addr_release(l, c->addr);
+    hy_http_buf_free(&c->out);
+    c->st = C_FREE;
+    c->fd = -1;
+    l->free_list[l->n_free++] = (int)(c - l->conns);
+    l->n_used--;
+}
+
+static void to_head(struct conn *c, double now, double idle_s)
+{
+    c->st = C_HEAD;
+    c->started = false;
+    c->since = now;
+    c->deadline = now + idle_s;
+    c->resp_end = c->close_after = c->sse = c->chunked = false;
+    c->body_left = 0;
+}
+
+static void process(struct hy_loop *l, struct conn *c, double now);
+
+/* The response is out: next request (keep-alive, pipelined bytes first) or close. */
+static void response_done(struct hy_loop *l, struct conn *c, double now)
+{
+    detach(l, c, false);
+    if (c->close_after) {
+        if (c->st == C_LINGER || c->in_n || c->st == C_BODY || c->st == C_CHUNKED) {
+            shutdown(c->fd, SHUT_WR);
+            c->st = C_LINGER;
+            c->in_n = 0;
+            c->deadline = now + LOOP_LINGER_S;
+            set_events(l, c, EPOLLIN | EPOLLRDHUP);
+        } else {
+            close_conn(l, c, false);
+        }
+        return;
+    }
+    to_head(c, now, l->srv->cfg.idle_timeout_s);
+    set_events(l, c, EPOLLIN | EPOLLRDHUP);
+    process(l, c, now);
+}
+
+/* Writes what is queued; false when the connection was closed. */
+static bool flush_out(struct hy_loop *l, struct conn *c, double now)
+{
+    while (c->out_pos < c->out.n) {
+        ssize_t k = c->io->write(c, c->out.p + c->out_pos, c->out.n - c->out_pos);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EAGAIN) {
+            set_events(l, c, c->events | EPOLLOUT);
+            return true;
+        }
+        if (k <= 0) {
+            close_conn(l, c, true);
+            return false;
+        }
+        c->out_pos += (size_t)k;
+        c->t_out = now;
+    }
+    c->out.n = c->out_pos = 0;
+    if (c->events & EPOLLOUT)
+        set_events(l, c, c->st == C_BUSY ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP);
+    if (c->resp_end) {
+        c->resp_end = false;
+        response_done(l, c, now);
+        return c->st != C_FREE;
+    }
+    return true;
+}
+
+/* A protocol-level refusal: a JSON error, Connection: close, then linger. */
+static void refuse(struct hy_loop *l, struct conn *c, int status, const char *code,
+                   const char *msg, double now)
+{
+    struct hy_http_buf body = {0};
+    hy_http_error_body(&body, status, code, msg);
+    hy_http_buf_printf(&c->out,
+                       "HTTP/1.1 %d %s\r\nServer: hymt\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n%s\r\n",
+                       status, hy_http_reason(status), body.n,
+                       status == 429 || status == 503 ? "Retry-After: 1\r\n" : "");
+    hy_http_buf_add(&c->out, body.p ? body.p : "", body.n);
+    hy_http_buf_free(&body);
+    struct hy_http_req *req = c->req;
+    if (req) { /* a request whose body failed: its own log line and metrics */
+        req->status = status;
+    } else {
+        char m[128];
+        hy_http_log_escape(msg, strlen(msg), m, sizeof m);
+        hy_metrics_record(&l->srv->metrics, HY_ROUTE_OTHER, status, 0, 0, 0, false);
+        HY_LOGI("http: - - %d (%s)", status, m);
+    }
+    c->close_after = true;
+    c->resp_end = true;
+    c->st = C_LINGER; /* nothing more is parsed */
+    flush_out(l, c, now);
+}
+
+/* Hands the complete request to the workers. */
+static void start(struct hy_loop *l, struct conn *c)
+{
+    struct hy_http_req *req = c->req;
+    c->st = C_BUSY;
+    set_events(l, c, EPOLLRDHUP | (c->out.n > c->out_pos ? EPOLLOUT : 0));
+    req->conn = (int)(c - l->conns);
+    req->pump = hy_http_dispatch;
+    atomic_fetch_add(&req->refs, 1); /* the worker's */
+    hy_work_schedule(l->srv->work, req);
+}
+
+static void consume(struct conn *c, size_t n)
+{
+    memmove(c->in, c->in + n, c->in_n - n);
+    c->in_n -= n;
+}
+
+/* A complete head: the request object, then its body or the hand-off. */
+static void on_head(struct hy_loop *l, struct conn *c, const struct hy_http_head *h, int len,
+                    double now)
+{
+    struct hy_server *s = l->srv;
+    struct hy_http_perr e;
+    if (!hy_http_check_target(h->target, h->target_len, l->path, HY_HTTP_MAX_TARGET + 1, &e))
+        return refuse(l, c, e.status, e.code, e.msg, now);
+    struct hy_http_req *req = calloc(1, sizeof *req);
+    if (!req)
+        return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+    req->srv = s;
+    atomic_init(&req->refs, 1); /* the connection's */
+    pthread_mutex_init(&req->mu, NULL);
+    req->route = HY_ROUTE_OTHER;
+    req->t0 = now;
+    if (s->cfg.timeout_s > 0)
+        req->deadline = now + s->cfg.timeout_s;
+    memcpy(req->method, h->method, h->method_len); /* at most HY_HTTP_MAX_METHOD - 1 */
+    snprintf(req->path, sizeof req->path, "%s", l->path);
+    req->keep_alive = h->keep_alive;
+    req->http10 = h->minor == 0;
+    const struct hy_http_header *a = hy_http_find(h, "authorization");
+    if (a)
+        req->auth = strndup(a->value, a->value_len);
+    c->req = req;
+    consume(c, (size_t)len);
+    if (h->content_length > (int64_t)s->cfg.max_body) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the request body is larger than the %zu-byte limit",
+                 s->cfg.max_body);
+        return refuse(l, c, 413, "request_too_large", msg, now);
+    }
+    if (h->content_length > 0 || h->chunked) {
+        size_t want = h->chunked ? 0 : (size_t)h->content_length;
+        if (want && !hy_http_buf_add(&req->body, NULL, 0))
+            return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+        c->st = h->chunked ? C_CHUNKED : C_BODY;
+        c->body_left = h->content_length;
+        memset(&c->ck, 0, sizeof c->ck);
+        c->deadline = now + s->cfg.body_timeout_s;
+        if (h->expect_continue && (h->chunked || c->in_n < want))
+            hy_http_buf_add(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        return;
+    }
+    start(l, c);
+}
+
+/* Parses what has arrived, as far as it goes. */
+static void process(struct hy_loop *l, struct conn *c, double now)
+{
+    struct hy_server *s = l->srv;
+    while (c->st != C_FREE) {
+        if (c->st == C_HEAD) {
+            if (!c->in_n)
+                return;
+            if (!c->started) {
+                c->started = true;
+                c->since = now;
+                c->deadline = now + s->cfg.header_timeout_s;
+            }
+            struct hy_http_head h;
+            struct hy_http_perr e;
+            int r = hy_http_parse_head(c->in, c->in_n, LOOP_BUF, &h, &e);
+            if (r == -2)
+                return;
+            if (r < 0)
+                return refuse(l, c, e.status, e.code, e.msg, now);
+            on_head(l, c, &h, r, now);
+        } else if (c->st == C_BODY) {
+            size_t k = c->in_n < (size_t)c->body_left ? c->in_n : (size_t)c->body_left;
+            if (!hy_http_buf_add(&c->req->body, c->in, k))
+                return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+            consume(c, k);
+            c->body_left -= (int64_t)k;
+            if (c->body_left > 0)
+                return;
+            start(l, c);
+        } else if (c->st == C_CHUNKED) {
+            size_t got = 0, used = 0;
+            struct hy_http_perr e;
+            int r = hy_http_chunked_decode(&c->ck, c->in, c->in_n, &got, &used, s->cfg.max_body,
+                                           &e);
+            if (r < 0)
+                return refuse(l, c, e.status, e.code, e.msg, now);
+            if (c->req->body.n + got > s->cfg.max_body) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "the request body is larger than the %zu-byte limit",
+                         s->cfg.max_body);
+                return refuse(l, c, 413, "request_too_large", msg, now);
+            }
+            if (!hy_http_buf_add(&c->req->body, c->in, got))
+                return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+            consume(c, used);
+            if (r == 0)
+                return;
+            start(l, c);
+        } else {
+            return; /* BUSY: pipelined bytes wait; LINGER: dropped on read */
+        }
+        if (c->st != C_FREE && c->out.n > c->out_pos && !flush_out(l, c, now))
+            return;
+    }
+}
+
+static void on_readable(struct hy_loop *l, struct conn *c, unsigned ev, double now)
+{
+    if (c->st == C_BUSY) { /* only a hang-up is watched while a worker runs the request */
+        if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            close_conn(l, c, true);
+        return;
+    }
+    for (;;) {
+        char drop[4096];
+        bool linger = c->st == C_LINGER;
+        char *p = linger ? drop : c->in + c->in_n;
+        size_t room = linger ? sizeof drop : LOOP_BUF - c->in_n;
+        if (!room)
+            return process(l, c, now); /* the parser refuses a full buffer */
+        ssize_t k = c->io->read(c, p, room);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EAGAIN)
+            break;
+        if (k <= 0) { /* the client closed (or failed): nothing to answer */
+            close_conn(l, c, true);
+            return;
+        }
+        if (!linger)
+            c->in_n += (size_t)k;
+        if ((size_t)k < room)
+            break;
+    }
+    if (c->st != C_LINGER)
+        process(l, c, now);
+}
+
+/* ---- accepting ---- */
+
+/* The connection to give up when the table is full: a lingering one, else the one waiting
+ * longest for (or inside) a request head. NULL when every connection runs a request. */
+static struct conn *victim(struct hy_loop *l)
+{
+    struct conn *best = NULL;
+    for (int i = 0; i < l->n_conns; i++) {
+        struct conn *c = &l->conns[i];
+        if (c->st == C_LINGER)
+            return c;
+        if (c->st == C_HEAD && !c->out.n && (!best || c->since < best->since))
+            best = c;
+    }
+    return best;
+}
+
+static void accept_all(struct hy_loop *l, double now)
+{
+    for (int n = 0; n < LOOP_EVENTS; n++) {
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof sa;
+        int fd = accept4(l->lfd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE)
+                HY_LOGW("http: accept: %s (raise the open file limit)", strerror(errno));
+            return;
+        }
+        if (!l->n_free) {
+            struct conn *v = victim(l);
+            if (!v) {
+                static const char busy[] =
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    "Content-Length: 117\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+                    "{\"error\":{\"message\":\"too many open connections; retry later\",\"type\":"
+                    "\"service_unavailable_error\",\"code\":\"server_busy\"}}";
+                ssize_t w = send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)w;
+                close(fd);
+                continue;
+            }
+            if (v->st == C_HEAD && v->started)
+                HY_LOGI("http: a slow request head given up for a new connection");
+            close_conn(l, v, false);
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = &l->conns[l->free_list[--l->n_free]];
+        l->n_used++;
+        unsigned char key[16];
+        addr_key(&sa, key);
+        c->addr = addr_find(l, key, true);
+        l->addrs[c->addr].count++;
+        c->fd = fd;
+        c->in_n = 0;
+        c->out_pos = 0;
+        c->t_out = now;
+        c->io = &plain_io;
+        c->req = NULL;
+        to_head(c, now, l->srv->cfg.header_timeout_s);
+        c->events = EPOLLIN | EPOLLRDHUP;
+        struct epoll_event e = {.events = c->events, .data.ptr = c};
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &e) != 0) {
+            c->events = 0;
+            close_conn(l, c, false);
+            continue;
+        }
+        if (l->addrs[c->addr].count > l->per_addr)
+            refuse(l, c, 429, "too_many_connections",
+                   "too many open connections from this address; retry later", now);
+    }
+}
+
+/* ---- the inbox: output from the workers ---- */
+
+static void take_posts(struct hy_loop *l, double now)
+{
+    pthread_mutex_lock(&l->mu);
+    struct hy_http_req *list = l->inbox;
+    l->inbox = NULL;
+    pthread_mutex_unlock(&l->mu);
+    while (list) {
+        struct hy_http_req *req = list;
+        list = req->pnext;
+        struct conn *c = &l->conns[req->conn];
+        pthread_mutex_lock(&req->mu);
+        req->posted = false;
+        bool live = !req->detached && c->req == req;
+        if (live) {
+            hy_http_buf_add(&c->out, req->out.p, req->out.n);
+            c->resp_end = req->out_end;
+            c->close_after = req->close;
+            c->sse = req->streaming;
+            c->chunked = req->chunked;
+            if (c->out.n == c->out_pos + req->out.n)
+                c->t_out = now; /* was idle: quiet time counts from here */
+        }
+        req->out.n = 0;
+        pthread_mutex_unlock(&req->mu);
+        if (live)
+            flush_out(l, c, now);
+        hy_http_req_unref(req); /* the inbox's */
+    }
+}
+
+void hy_loop_post(struct hy_server *s, struct hy_http_req *req)
+{
+    struct hy_loop *l = s->loop;
+    pthread_mutex_lock(&l->mu);
+    bool wake = !l->inbox;
+    req->pnext = l->inbox;
+    l->inbox = req;
+    pthread_mutex_unlock(&l->mu);
+    uint64_t one = 1;
+    if (wake && write(l->efd, &one, sizeof one) < 0)
+        HY_LOGW("http: cannot wake the event loop");
+}
+
+static void command(struct hy_loop *l, bool *flag)
+{
+    pthread_mutex_lock(&l->mu);
+    *flag = true;
+    pthread_mutex_unlock(&l->mu);
+    uint64_t one = 1;
+    if (write(l->efd, &one, sizeof one) < 0)
+        HY_LOGW("http: cannot wake the event loop");
+}
+
+void hy_loop_drain(struct hy_server *s) { command(s->loop, &s->loop->cmd_drain); }
+void hy_loop_kick_all(struct hy_server *s) { command(s->loop, &s->loop->cmd_kick); }
+
+static void kick(struct hy_loop *l)
+{
+    for (int i = 0; i < l->n_conns; i++)
+        if (l->conns[i].st == C_BUSY && l->conns[i].req)
+            hy_work_schedule(l->srv->work, l->conns[i].req);
+}
+
+static void on_wake(struct hy_loop *l, double now)
+{
+    uint64_t v;
+    if (read(l->efd, &v, sizeof v) < 0 && errno != EAGAIN)
+        HY_LOGW("http: eventfd: %s", strerror(errno));
+    pthread_mutex_lock(&l->mu);
+    bool drain = l->cmd_drain, kick_all = l->cmd_kick;
+    l->cmd_drain = l->cmd_kick = false;
+    pthread_mutex_unlock(&l->mu);
+    take_posts(l, now);
+    if (drain && l->lfd >= 0) { /* new clients are refused from now on */
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lfd, NULL);
+        close(l->lfd);
+        l->lfd = -1;
+        for (int i = 0; i < l->n_conns; i++) /* idle keep-alive connections go too */
+            if (l->conns[i].st == C_HEAD && !l->conns[i].started && !l->conns[i].in_n &&
+                !l->conns[i].out.n)
+                close_conn(l, &l->conns[i], false);
+    }
+    if (kick_all)
+        kick(l);
+}
+
+/* ---- deadlines ---- */
+
+static void sweep(struct hy_loop *l, double now)
+{
+    struct hy_server *s = l->srv;
+    double ka = s->cfg.idle_timeout_s / 2 < LOOP_KEEPALIVE_MAX_S ? s->cfg.idle_timeout_s / 2
+                                                                  : LOOP_KEEPALIVE_MAX_S;
+    bool aborting = atomic_load(&s->aborting);
+    for (int i = 0; i < l->n_conns; i++) {
+        struct conn *c = &l->conns[i];
+        switch (c->st) {
+        case C_FREE: break;
+        case C_HEAD:
+            if (now > c->deadline && c->started)
+                refuse(l, c, 408, "request_timeout",
+                       "the request head did not arrive in time", now);
+            else if (now > c->deadline)
+                close_conn(l, c, false); /* idle keep-alive connection */
+            break;
+        case C_BODY:
+        case C_CHUNKED:
+            if (now > c->deadline)
+                refuse(l, c, 408, "request_timeout", "the request body did not arrive in time",
+                       now);
+            break;
+        case C_LINGER:
+            if (now > c->deadline)
+                close_conn(l, c, false);
+            break;
+        case C_BUSY:
+            if (c->out.n > c->out_pos && now - c->t_out > s->cfg.idle_timeout_s) {
+                close_conn(l, c, true); /* the client stopped reading its response */
+                break;
+            }
+            if (c->req && (aborting || atomic_load(&c->req->retry) ||
+                           (c->req->deadline > 0 && now > c->req->deadline)))
+                hy_work_schedule(s->work, c->req); /* it notices and ends itself */
+            if (c->sse && c->out.n == c->out_pos && now - c->t_out >= ka) {
+                /* a stream waiting in the queue (or between tokens): a comment keeps
+                 * proxies and clients from timing it out */
+                static const char ping[] = ": keep-alive\n\n";
+                if (c->chunked)
+                    hy_http_buf_printf(&c->out, "%zx\r\n%s\r\n", sizeof ping - 1, ping);
+                else
+                    hy_http_buf_add(&c->out, ping, sizeof ping - 1);
+                flush_out(l, c, now);
+            }
+            break;
+        }
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    struct hy_loop *l = arg;
+    struct epoll_event ev[LOOP_EVENTS];
+    for (;;) {
+        int n = epoll_wait(l->ep, ev, LOOP_EVENTS, LOOP_TICK_MS);
+        double now = hy_clock_now();
+        for (int i = 0; i < n; i++) {
+            void *p = ev[i].data.ptr;
+            if (p == &l->listen_tag) {
+                if (l->lfd >= 0)
+                    accept_all(l, now);
+            } else if (p == &l->wake_tag) {
+                on_wake(l, now);
+            } else {
+                struct conn *c = p;
+                if (c->st != C_FREE && (ev[i].events & EPOLLOUT))
+                    flush_out(l, c, now);
+                if (c->st != C_FREE &&
+                    (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+                    on_readable(l, c, ev[i].events, now);
+            }
+        }
+        pthread_mutex_lock(&l->mu);
+        bool stop = l->cmd_stop;
+        pthread_mutex_unlock(&l->mu);
+        if (stop)
+            break;
+        if (now >= l->next_tick) {
+            sweep(l, now);
+            l->next_tick = now + LOOP_TICK_MS * 1e-3;
+        }
+    }
+    return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static hy_status listen_on(struct hy_loop *l, struct hy_err *err)
+{
+    const struct hy_server_config *cfg = &l->srv->cfg;
+    struct addrinfo hints = {0}, *res = NULL;
+    char ports[16];
+    snprintf(ports, sizeof ports, "%d", cfg->port);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(cfg->host, ports, &hints, &res);
+    if (rc != 0)
+        return hy_err_set(err, HY_E_INVAL, "cannot resolve --host %s: %s", cfg->host,
+                          gai_strerror(rc));
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return hy_err_set(err, HY_E_IO, "cannot listen on %s:%d (address in use?)", cfg->host,
+                          cfg->port);
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    l->srv->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                  : ((struct sockaddr_in *)&sa)->sin_port);
+    l->lfd = fd;
+    return HY_OK;
+}
+
+/* Raises the open-file limit to what the connection table needs (up to the hard limit). */
+static void raise_nofile(int n_conns)
+{
+    struct rlimit r;
+    rlim_t want = (rlim_t)n_conns + 64;
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < want) {
+        r.rlim_cur = want < r.rlim_max ? want : r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+        if (r.rlim_cur < want)
+            HY_LOGW("http: open file limit %llu < %llu: fewer connections than "
+                    "--max-connections will be accepted", (unsigned long long)r.rlim_cur,
+                    (unsigned long long)want);
+    }
+}
+
+hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
+{
+    struct hy_loop *l = calloc(1, sizeof *l);
+    if (!l)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    s->loop = l;
+    l->srv = s;
+    l->ep = l->lfd = l->efd = -1;
+    pthread_mutex_init(&l->mu, NULL);
+    int n = s->cfg.max_connections;
+    l->n_conns = n;
+    l->per_addr = s->cfg.max_per_client;
+    for (l->addr_cap = 16; l->addr_cap < 2 * (size_t)n; l->addr_cap *= 2)
+        ;
+    l->conns = calloc((size_t)n, sizeof *l->conns);
+    l->free_list = malloc((size_t)n * sizeof *l->free_list);
+    l->bufs = malloc((size_t)n * LOOP_BUF);
+    l->addrs = calloc(l->addr_cap, sizeof *l->addrs);
+    l->path = malloc(HY_HTTP_MAX_TARGET + 1);
+    if (!l->conns || !l->free_list || !l->bufs || !l->addrs || !l->path)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %d connections", n);
+    for (int i = n - 1; i >= 0; i--) {
+        l->conns[i].fd = -1;
+        l->conns[i].in = l->bufs + (size_t)i * LOOP_BUF;
+        l->free_list[l->n_free++] = i;
+    }
+    raise_nofile(n);
+    hy_status st = listen_on(l, err);
+    if (st)
+        return st;
+    l->ep = epoll_create1(EPOLL_CLOEXEC);
+    l->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event le = {.events = EPOLLIN, .data.ptr = &l->listen_tag};
+    struct epoll_event we = {.events = EPOLLIN, .data.ptr = &l->wake_tag};
+    if (l->ep < 0 || l->efd < 0 || epoll_ctl(l->ep, EPOLL_CTL_ADD, l->lfd, &le) ||
+        epoll_ctl(l->ep, EPOLL_CTL_ADD, l->efd, &we))
+        return hy_err_set(err, HY_E_IO, "cannot set up the event loop: %s", strerror(errno));
+    if (pthread_create(&l->thread, NULL, loop_main, l) != 0)
+        return hy_err_set(err, HY_E_NOMEM, "cannot start the event loop thread");
+    l->started = true;
+    return HY_OK;
+}
+
+void hy_loop_destroy(struct hy_server *s)
+{
+    struct hy_loop *l = s->loop;
+    if (!l)
+        return;
+    if (l->started) {
+        command(l, &l->cmd_stop);
+        pthread_join(l->thread, NULL);
+    }
+    for (int i = 0; l->conns && i < l->n_conns; i++)
+        if (l->conns[i].st != C_FREE)
+            close_conn(l, &l->conns[i], true); /* running requests cancel themselves */
+    hy_work_destroy(s->work); /* runs what the closing queued, then joins */
+    s->work = NULL;
+    take_posts(l, hy_clock_now()); /* output posted meanwhile: dropped */
+    if (l->lfd >= 0)
+        close(l->lfd);
+    if (l->efd >= 0)
+        close(l->efd);
+    if (l->ep >= 0)
+        close(l->ep);
+    pthread_mutex_destroy(&l->mu);
+    free(l->conns);
+    free(l->free_list);
+    free(l->bufs);
+    free(l->addrs);
+    free(l->path);
+    free(l);
+    s->loop = NULL;
+}
