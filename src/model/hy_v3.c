@@ -174,10 +174,42 @@ hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct
     if (m->be->i->weight_upload)
         return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 runs on the CPU backends only for now "
                           "(the %s backend is not one)", m->be->i->name);
-    if (quant != HY_DTYPE_F32)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: load-time quantization (%s) is not "
-                          "supported yet; run it as stored", hy_dtype_name(quant));
+    if (quant == HY_DTYPE_F8_E4M3)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: fp8 is not supported yet (q8 and the "
+                          "4-bit types are)");
     return HY_OK;
+}
+
+int hy_v3_n_projections(const struct hy_config *c)
+{
+    return (int)(c->num_hidden_layers * 4 + (c->num_hidden_layers - c->n_moe_layers) * 3 +
+                 c->n_moe_layers * (3 * c->num_experts + 3));
+}
+
+int hy_v3_projections(struct hy_model *m, struct hy_weight **ws, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        struct hy_layer_weights *l = &m->layers[i];
+        struct hy_moe_weights *mw = (struct hy_moe_weights *)l->moe;
+        struct hy_weight *a[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (int k = 0; k < (mw ? 4 : 7); k++) {
+            HY_ASSERT(n < cap);
+            ws[n++] = a[k];
+        }
+        if (!mw)
+            continue;
+        struct hy_weight *sh[] = {&mw->sh_gate, &mw->sh_up, &mw->sh_down};
+        for (int k = 0; k < 3; k++) {
+            HY_ASSERT(n < cap);
+            ws[n++] = sh[k];
+        }
+        for (int64_t e = 0; e < 3 * m->cfg.num_experts; e++) { /* gate, up, down: one array */
+            HY_ASSERT(n < cap);
+            ws[n++] = &mw->gate[e];
+        }
+    }
+    return n;
 }
 
 hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err)

@@ -20,8 +20,8 @@
  *   bf16/f16 read too), mlp.experts.J.{gate,up,down}_proj.weight, mlp.shared_mlp.{gate,up,
  *   down}_proj.weight; model.embed_tokens / model.norm / lm_head.weight.
  * Matrices must be F32, F16 or BF16 (GGUF files: also the block types hymt reads). hy_v3
- * runs on the CPU backends only: a backend with device memory (weight_upload) and
- * load-time quantization are HY_E_UNSUPPORTED for now.
+ * runs on the CPU backends only: a backend with device memory (weight_upload) and fp8 are
+ * HY_E_UNSUPPORTED for now; q8 and the 4-bit load-time types quantize every projection.
  * Engine thread only, as hunyuan.h. */
 #ifndef HY_MODEL_HY_V3_H
 #define HY_MODEL_HY_V3_H
@@ -37,14 +37,20 @@ struct hy_moe_weights {
     struct hy_weight sh_down;        /* [hidden, F * n_shared] */
 };
 
-/* What hy_v3 does not run yet, refused before anything is bound: a backend with device
- * memory, load-time quantization (quant other than HY_DTYPE_F32). */
+/* What hy_v3 does not run yet, refused before its weights are used: a backend with device
+ * memory, fp8 (quant HY_DTYPE_F8_E4M3). q8 and the 4-bit types quantize every projection
+ * as for the dense model (hy_v3_projections), the routers and the biases stay as stored. */
 hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err);
 /* Binds every tensor of m->st (already open) for the hy_v3 config m->cfg: layers,
  * embedding, norm, head, and counts the parameters. On error the caller destroys m
  * (hy_v3_unbind frees what was made). GGUF files: load_gguf.h's hy_gguf_hyv3_bind. */
 hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err);
 void hy_v3_unbind(struct hy_model *m); /* no-op for a dense model */
+/* The weights load-time quantization replaces: each layer's q/k/v/o, then its dense
+ * gate/up/down, or its shared expert's three and every expert's (the router stays, so
+ * routing is computed from the stored weights); hy_v3_n_projections of them. */
+int hy_v3_n_projections(const struct hy_config *c);
+int hy_v3_projections(struct hy_model *m, struct hy_weight **ws, int cap);
 /* n_params and n_active_params (k of the E experts of each MoE layer) from the bound
  * weights. */
 void hy_v3_count_params(struct hy_model *m);

@@ -232,10 +232,17 @@ static int projections(struct hy_model *m, struct hy_weight **ws, int cap)
     return n;
 }
 
+/* How many weights quant_targets gives. */
+static int n_quant_targets(const struct hy_model *m)
+{
+    const int nl = (int)m->cfg.num_hidden_layers;
+    return (m->cfg.arch == HY_ARCH_HYV3 ? hy_v3_n_projections(&m->cfg) : 7 * nl) + 1;
+}
+
 /* What load-time quantization replaces: every projection, then the head (last). */
 static int quant_targets(struct hy_model *m, struct hy_weight **ws, int cap)
 {
-    int n = projections(m, ws, cap);
+    int n = m->cfg.arch == HY_ARCH_HYV3 ? hy_v3_projections(m, ws, cap) : projections(m, ws, cap);
     HY_ASSERT(n < cap);
     ws[n++] = &m->lm_head;
     return n;
@@ -244,7 +251,7 @@ static int quant_targets(struct hy_model *m, struct hy_weight **ws, int cap)
 /* Frees what quantize_weights made (only after it succeeded: all or nothing). */
 static void free_quantized(struct hy_model *m)
 {
-    int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
+    int cap = n_quant_targets(m);
     struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
     HY_ASSERT(ws);
     int n = quant_targets(m, ws, cap);
@@ -330,7 +337,7 @@ static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struc
         quant != HY_DTYPE_Q4_K && quant != HY_DTYPE_Q6_K)
         return hy_err_set(err, HY_E_INVAL, "load-time quantization to %s is not supported "
                           "(Q8_0, Q4_G128, Q4_0, Q4_K and Q6_K are)", hy_dtype_name(quant));
-    int cap = 7 * (int)m->cfg.num_hidden_layers + 1;
+    int cap = n_quant_targets(m);
     struct hy_weight **ws = malloc((size_t)cap * sizeof *ws);
     struct hy_weight *saved = malloc((size_t)cap * sizeof *saved);
     struct hy_pool *pool = NULL;
@@ -448,7 +455,7 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
         s = hy_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
     if (!s && !gguf && !hyv3)
         s = bind_all(m, err);
-    if (!s && !hyv3)
+    if (!s)
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
     if (!s && !hyv3)
         s = upload_weights(m, err);
