@@ -47,53 +47,8 @@ static double worst[3], rel_sum[3], rel_n[3];
 static const char *const path_name[3] = {"GEMV", "bf16 activations", "fp8 activations"};
 static bool has_fp8_gemm;
 
-struct fp8w {
-    uint8_t *codes; /* [rows, cols] */
-    float *scale;   /* [n_scale] */
-    float *deq;     /* [rows, cols] e4m3(code) * scale */
-    int64_t rows, cols, n_scale;
-};
-
-static void fp8w_make(struct fp8w *w, int64_t rows, int64_t cols, bool per_row)
-{
-    float *v = malloc((size_t)(rows * cols) * sizeof *v);
-    w->codes = malloc((size_t)(rows * cols));
-    w->scale = malloc((size_t)rows * sizeof *w->scale);
-    w->deq = malloc((size_t)(rows * cols) * sizeof *w->deq);
-    HY_ASSERT(v && w->codes && w->scale && w->deq);
-    w->rows = rows, w->cols = cols, w->n_scale = per_row ? rows : 1;
-    float all = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        float s = ldexpf(1.0f, (int)(r % 7) - 3), m = 0;
-        for (int64_t c = 0; c < cols; c++) {
-            v[r * cols + c] = s * rng_unit(&rng);
-            m = fmaxf(m, fabsf(v[r * cols + c]));
-        }
-        if (per_row)
-            w->scale[r] = m / HY_FP8_E4M3_MAX;
-        all = fmaxf(all, m);
-    }
-    if (!per_row)
-        w->scale[0] = all / HY_FP8_E4M3_MAX;
-    for (int64_t r = 0; r < rows; r++) {
-        const float s = w->scale[per_row ? r : 0];
-        for (int64_t c = 0; c < cols; c++) {
-            w->codes[r * cols + c] = hy_fp8_e4m3_from_f32(v[r * cols + c] / s);
-            w->deq[r * cols + c] = hy_fp8_e4m3_to_f32(w->codes[r * cols + c]) * s;
-        }
-    }
-    free(v);
-}
-
-static void fp8w_free(struct fp8w *w)
-{
-    free(w->codes);
-    free(w->scale);
-    free(w->deq);
-}
-
 /* Which bound applies to a call of T rows on a backend with fp8_act `act`. */
-static int path_of(const struct fp8w *w, int T, int act)
+static int path_of(const struct ct_fp8w *w, int T, int act)
 {
     if (T <= 8 && w->cols % 16 == 0)
         return 0;
@@ -103,7 +58,7 @@ static int path_of(const struct fp8w *w, int T, int act)
 }
 
 /* One matmul through the backend against hy_ref_matmul. */
-static void matmul_case(struct hy_backend *be, int act, const struct fp8w *w, int T,
+static void matmul_case(struct hy_backend *be, int act, const struct ct_fp8w *w, int T,
                         float input_scale, const char *what)
 {
     struct hy_err err = {{0}};
@@ -161,14 +116,14 @@ static void kernel_cases(struct hy_backend *be, int act, const char *what)
     static const int64_t shapes[][2] = {{256, 4096}, {64, 1024}, {200, 512}, {48, 72}, {136, 2048}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int per_row = 0; per_row < 2; per_row++) {
-            struct fp8w w;
-            fp8w_make(&w, shapes[s][0], shapes[s][1], per_row);
+            struct ct_fp8w w;
+            ct_fp8w_make(&w, &rng, shapes[s][0], shapes[s][1], per_row);
             static const int Ts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33};
             for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++)
                 matmul_case(be, act, &w, Ts[i], 0.0f, what);
             /* a static input scale (above max|x|: these x stay below 4) */
             matmul_case(be, act, &w, 24, 4.0f / HY_FP8_E4M3_MAX, what);
-            fp8w_free(&w);
+            ct_fp8w_free(&w);
         }
 }
 

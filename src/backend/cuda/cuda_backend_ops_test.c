@@ -1,25 +1,28 @@
 /* cuda_backend_ops_test.c: the weight ops of the CUDA backend from one table of cases, in
- * the manner of ggml's test-backend-ops: every weight dtype the backend takes (F32, F16,
- * BF16, Q8_0, Q4_0, Q4_G128, Q4_K, Q6_K) x shapes x token counts x x alignments for
- * matmul, and every dtype it keeps for embedding lookup, each through the backend's op table
- * against the plain C reference (cpu/ref.c). A new dtype or shape is a row of a table.
- * Weights are random, never zero, quantized on the host by core's quantizers (rows scaled
- * over 2^-3..2^3, blocks of 32 columns over 2^-2..2^2). The reference sums in double over
- * the weight as the device holds it: the quantized host bytes (the device dequantizes each
- * value exactly as the host) or, for float dtypes, the values read back after upload (a
- * matrix is stored as bf16; the upload's rounding is cuda_ops_test's business).
+ * the manner of ggml's test-backend-ops: every weight type the backend takes (F32, F16,
+ * BF16, Q8_0, Q4_0, Q4_G128, Q4_K, Q6_K through weight_upload; fp8 e4m3 codes with a scale
+ * per tensor or per row through weight_upload_fp8) x shapes x token counts x x alignments
+ * for matmul, and every dtype it keeps for embedding lookup, each through the backend's op
+ * table against the plain C reference (cpu/ref.c). A new type or shape is a row of a table.
+ * Weights are random, never zero (rows scaled over 2^-3..2^3; blocks of 32 columns over
+ * 2^-2..2^2 but for fp8), quantized on the host by core's quantizers. The reference sums in
+ * double over the weight as the device holds it: the quantized host bytes (the device
+ * dequantizes each value exactly as the host), e4m3(code)·scale for fp8, or, for float
+ * dtypes, the values read back after upload (a matrix is stored as bf16; the upload's
+ * rounding is cuda_ops_test's business).
  * Bounds per output element, U = 2^-24, S' = Σ_c |x_c|·a_c with a_c = |w_c| (Q4_K:
  * |d·sc·q| + |dmin·m|, the two parts its GEMV sums apart; S' >= S = Σ_c |x_c w_c|), each
  * derived in the test named:
- *   block dtypes, T <= 8 with x 16-byte aligned (the register GEMVs, float32 x and sums of
- *     exactly dequantized weights): (cols + 32)·U·S' (cuda_qmatmul_test, cuda_kquant_test);
+ *   block dtypes at T <= 8, and fp8 at T <= 8 with cols % 16 == 0, x 16-byte aligned (the
+ *     register GEMVs, float32 x and sums of exactly dequantized weights): (cols + 32)·U·S'
+ *     (cuda_qmatmul_test, cuda_kquant_test, cuda_fp8_test);
  *   anything else, (2^-8 + (cols + 32)·U)·S': the union of the GEMV bound and the bound of
  *     the paths that round x and w to bf16, (2^-8 + (cols + 4)·U)·S (the tensor-core
- *     kernel and the chunked dequantize + cuBLAS: cuda_qmma_test, cuda_qmatmul_test; bf16
- *     weights through cuBLAS or the bf16 GEMV: cuda_ops_test), so a change of which path
- *     a shape takes does not fail the table.
+ *     kernel and the chunked dequantize + cuBLAS: cuda_qmma_test, cuda_qmatmul_test,
+ *     cuda_fp8_test's bf16 activations; bf16 weights through cuBLAS or the bf16 GEMV:
+ *     cuda_ops_test), so a change of which path a shape takes does not fail the table.
  * Outputs are poisoned with NaN first, so an unwritten element fails. Embedding lookup: the
- * same bits as hy_ref_embed. Prints the worst error/bound per dtype. Exits 77 without a
+ * same bits as hy_ref_embed. Prints the worst error/bound per type. Exits 77 without a
  * CUDA device. */
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
@@ -30,10 +33,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const enum hy_dtype mm_dtypes[] = {HY_DTYPE_F32,  HY_DTYPE_F16,     HY_DTYPE_BF16,
-                                          HY_DTYPE_Q8_0, HY_DTYPE_Q4_0,    HY_DTYPE_Q4_G128,
-                                          HY_DTYPE_Q4_K, HY_DTYPE_Q6_K};
-#define N_MM (sizeof mm_dtypes / sizeof mm_dtypes[0])
+/* The weight types: a dtype for weight_upload, or fp8 codes with a scale per tensor or per
+ * row for weight_upload_fp8 (e4m3 decoded exactly; activations bf16 above 8 rows, the
+ * backend's default). */
+struct mm_type {
+    const char *name;
+    enum hy_dtype dt;
+    int fp8; /* 0: weight_upload; 1: fp8, one scale; 2: fp8, a scale a row */
+};
+static const struct mm_type mm_types[] = {
+    {"F32", HY_DTYPE_F32, 0},         {"F16", HY_DTYPE_F16, 0},
+    {"BF16", HY_DTYPE_BF16, 0},       {"Q8_0", HY_DTYPE_Q8_0, 0},
+    {"Q4_0", HY_DTYPE_Q4_0, 0},       {"Q4_G128", HY_DTYPE_Q4_G128, 0},
+    {"Q4_K", HY_DTYPE_Q4_K, 0},       {"Q6_K", HY_DTYPE_Q6_K, 0},
+    {"F8 tensor", HY_DTYPE_F8_E4M3, 1}, {"F8 rows", HY_DTYPE_F8_E4M3, 2},
+};
+#define N_MM (sizeof mm_types / sizeof mm_types[0])
 
 /* rows x cols; a dtype takes the shapes whose cols are a multiple of its block. Rows off a
  * multiple of 8 (the padded float matrices, the chunked path's output copy), cols that are
@@ -66,19 +81,63 @@ static void *device_values(struct hy_backend *be, const struct hy_weight *dev)
     return h;
 }
 
-/* One (dtype, shape): the weight uploaded once, the reference for MAX_T rows of x once, then
+/* The weight of type ti uploaded (*dev) and the host weight the reference reads (*hw; its
+ * buffers in *own, to free). */
+struct mm_weight {
+    struct hy_weight dev, hw;
+    void *own[2];
+    struct ct_fp8w f8;
+};
+
+static void mm_weight_make(struct mm_weight *m, struct hy_backend *be, struct rng *rg,
+                           const struct mm_type *ty, int64_t rows, int64_t cols)
+{
+    struct hy_err err = {{0}};
+    memset(m, 0, sizeof *m);
+    if (ty->fp8) {
+        ct_fp8w_make(&m->f8, rg, rows, cols, ty->fp8 == 2);
+        m->dev = (struct hy_weight){HY_DTYPE_F8_E4M3, rows, cols, NULL};
+        CHECKF(be->i->weight_upload_fp8(be, &m->dev, m->f8.codes, m->f8.scale, m->f8.n_scale,
+                                        0.0f, &err) == HY_OK,
+               "%s %lldx%lld: %s", ty->name, (long long)rows, (long long)cols, err.msg);
+        m->hw = (struct hy_weight){HY_DTYPE_F32, rows, cols, m->f8.deq};
+        return;
+    }
+    void *hq = ct_make_qweight(rg, ty->dt, rows, cols, 32);
+    m->dev = (struct hy_weight){ty->dt, rows, cols, hq};
+    CHECKF(be->i->weight_upload(be, &m->dev, &err) == HY_OK, "%s %lldx%lld: %s", ty->name,
+           (long long)rows, (long long)cols, err.msg);
+    void *back = device_values(be, &m->dev);
+    m->hw = (struct hy_weight){back ? m->dev.dtype : ty->dt, rows, cols, back ? back : hq};
+    m->own[0] = hq, m->own[1] = back;
+}
+
+static void mm_weight_free(struct mm_weight *m, struct hy_backend *be, const struct mm_type *ty)
+{
+    be->i->free(be, (void *)m->dev.data);
+    free(m->own[0]);
+    free(m->own[1]);
+    if (ty->fp8)
+        ct_fp8w_free(&m->f8);
+}
+
+/* Whether a call takes a register GEMV for sure: block dtypes at T <= 8 and fp8 at T <= 8
+ * with cols % 16 == 0, x 16-byte aligned (qmatmul.cu, fp8mm.cu). */
+static bool takes_gemv(const struct mm_type *ty, int64_t cols, int T, int xoff)
+{
+    if (T > 8 || xoff != 0)
+        return false;
+    return ty->fp8 ? cols % 16 == 0 : hy_dtype_block_elems(ty->dt) > 1;
+}
+
+/* One (type, shape): the weight uploaded once, the reference for MAX_T rows of x once, then
  * every (T, xoff) of the table against prefixes of it. */
-static void matmul_shape(struct hy_backend *be, struct rng *rg, int di, int64_t rows,
+static void matmul_shape(struct hy_backend *be, struct rng *rg, int ti, int64_t rows,
                          int64_t cols)
 {
-    const enum hy_dtype dt = mm_dtypes[di];
-    struct hy_err err = {{0}};
-    void *hq = ct_make_qweight(rg, dt, rows, cols, 32);
-    struct hy_weight dev = {dt, rows, cols, hq};
-    CHECKF(be->i->weight_upload(be, &dev, &err) == HY_OK, "%s %lldx%lld: %s", hy_dtype_name(dt),
-           (long long)rows, (long long)cols, err.msg);
-    void *back = device_values(be, &dev);
-    const struct hy_weight hw = {back ? dev.dtype : dt, rows, cols, back ? back : hq};
+    const struct mm_type *ty = &mm_types[ti];
+    struct mm_weight m;
+    mm_weight_make(&m, be, rg, ty, rows, cols);
     const int64_t n = (int64_t)MAX_T * rows;
     float *x = malloc((size_t)(MAX_T * cols) * sizeof *x);
     float *ref = malloc((size_t)n * sizeof *ref), *got = malloc((size_t)n * sizeof *got);
@@ -86,26 +145,24 @@ static void matmul_shape(struct hy_backend *be, struct rng *rg, int di, int64_t 
     HY_ASSERT(x && ref && got && s && sp);
     for (int64_t i = 0; i < MAX_T * cols; i++)
         x[i] = rng_unit(rg);
-    ct_reference(&hw, x, MAX_T, ref, s, sp, ct_abs_parts, 1 << 20);
-    for (size_t ti = 0; ti < sizeof mm_T / sizeof mm_T[0]; ti++)
+    ct_reference(&m.hw, x, MAX_T, ref, s, sp, ct_abs_parts, 1 << 20);
+    for (size_t k = 0; k < sizeof mm_T / sizeof mm_T[0]; k++)
         for (size_t oi = 0; oi < sizeof mm_xoff / sizeof mm_xoff[0]; oi++) {
-            const int T = mm_T[ti];
+            const int T = mm_T[k], xoff = mm_xoff[oi];
             char what[96];
-            snprintf(what, sizeof what, "matmul %s %lldx%lld T=%d xoff=%d", hy_dtype_name(dt),
-                     (long long)rows, (long long)cols, T, mm_xoff[oi]);
-            ct_backend_matmul(be, &dev, x, T, mm_xoff[oi], got);
-            const bool gemv = hy_dtype_block_elems(dt) > 1 && T <= 8 && mm_xoff[oi] == 0;
+            snprintf(what, sizeof what, "matmul %s %lldx%lld T=%d xoff=%d", ty->name,
+                     (long long)rows, (long long)cols, T, xoff);
+            ct_backend_matmul(be, &m.dev, x, T, xoff, got);
+            const bool gemv = takes_gemv(ty, cols, T, xoff);
             double w = 0;
             int bad = ct_compare(what, got, ref, sp, rows, (int64_t)T * rows, gemv ? 0 : 0x1p-8,
                                  (double)(cols + 32), &w);
             CHECKF(bad == 0, "%s: %d of %lld outside the bound (worst error/bound %.3g)", what,
                    bad, (long long)((int64_t)T * rows), w);
-            worst[di] = fmax(worst[di], w);
+            worst[ti] = fmax(worst[ti], w);
             cases++;
         }
-    be->i->free(be, (void *)dev.data);
-    free(back);
-    free(hq);
+    mm_weight_free(&m, be, ty);
     free(x);
     free(ref);
     free(got);
@@ -126,18 +183,18 @@ int main(void)
     if (!be)
         return test_result();
     fprintf(stderr, "device: %s\n", hy_cuda_backend_device_name(be));
-    for (size_t di = 0; di < N_MM; di++)
+    for (size_t ti = 0; ti < N_MM; ti++)
         for (size_t si = 0; si < sizeof mm_shapes / sizeof mm_shapes[0]; si++)
-            if (mm_shapes[si][1] % hy_dtype_block_elems(mm_dtypes[di]) == 0)
-                matmul_shape(be, &rg, (int)di, mm_shapes[si][0], mm_shapes[si][1]);
+            if (mm_shapes[si][1] % hy_dtype_block_elems(mm_types[ti].dt) == 0)
+                matmul_shape(be, &rg, (int)ti, mm_shapes[si][0], mm_shapes[si][1]);
     for (size_t di = 0; di < sizeof embed_dtypes / sizeof embed_dtypes[0]; di++) {
         ct_embed_case(be, &rg, embed_dtypes[di], 256);
         cases++;
     }
     be->i->destroy(be);
-    fprintf(stderr, "%d cases; worst error/bound per dtype:", cases);
-    for (size_t di = 0; di < N_MM; di++)
-        fprintf(stderr, " %s %.3g", hy_dtype_name(mm_dtypes[di]), worst[di]);
+    fprintf(stderr, "%d cases; worst error/bound per type:", cases);
+    for (size_t ti = 0; ti < N_MM; ti++)
+        fprintf(stderr, " %s %.3g", mm_types[ti].name, worst[ti]);
     fprintf(stderr, "\n");
     return test_result();
 }

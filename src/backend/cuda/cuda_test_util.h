@@ -11,6 +11,7 @@
 #include "backend/cpu/ops_test_util.h"
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/qmatmul.h"
+#include "core/fp8.h"
 #include "core/quant.h"
 #include "test.h"
 
@@ -54,6 +55,54 @@ static inline void *ct_make_qweight(struct rng *rg, enum hy_dtype dt, int64_t ro
 /* |w| of each element of a host row, as the test bounds it (a hook of ct_reference). */
 typedef void (*ct_abs_row_fn)(float *dst, const unsigned char *row, enum hy_dtype dt,
                               int64_t cols);
+
+/* A random fp8 weight: codes with a float32 scale per row (max|row|/448) or one for the
+ * tensor; rows scaled over 2^-3..2^3, never zero; deq the values it stands for. */
+struct ct_fp8w {
+    uint8_t *codes; /* [rows, cols] */
+    float *scale;   /* [n_scale] */
+    float *deq;     /* [rows, cols] e4m3(code) * scale */
+    int64_t rows, cols, n_scale;
+};
+
+static inline void ct_fp8w_make(struct ct_fp8w *w, struct rng *rg, int64_t rows, int64_t cols,
+                                 bool per_row)
+{
+    float *v = malloc((size_t)(rows * cols) * sizeof *v);
+    w->codes = malloc((size_t)(rows * cols));
+    w->scale = malloc((size_t)rows * sizeof *w->scale);
+    w->deq = malloc((size_t)(rows * cols) * sizeof *w->deq);
+    HY_ASSERT(v && w->codes && w->scale && w->deq);
+    w->rows = rows, w->cols = cols, w->n_scale = per_row ? rows : 1;
+    float all = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        float s = ldexpf(1.0f, (int)(r % 7) - 3), m = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            v[r * cols + c] = s * rng_unit(rg);
+            m = fmaxf(m, fabsf(v[r * cols + c]));
+        }
+        if (per_row)
+            w->scale[r] = m / HY_FP8_E4M3_MAX;
+        all = fmaxf(all, m);
+    }
+    if (!per_row)
+        w->scale[0] = all / HY_FP8_E4M3_MAX;
+    for (int64_t r = 0; r < rows; r++) {
+        const float s = w->scale[per_row ? r : 0];
+        for (int64_t c = 0; c < cols; c++) {
+            w->codes[r * cols + c] = hy_fp8_e4m3_from_f32(v[r * cols + c] / s);
+            w->deq[r * cols + c] = hy_fp8_e4m3_to_f32(w->codes[r * cols + c]) * s;
+        }
+    }
+    free(v);
+}
+
+static inline void ct_fp8w_free(struct ct_fp8w *w)
+{
+    free(w->codes);
+    free(w->scale);
+    free(w->deq);
+}
 
 /* |d sc q| + |dmin m| of each element of a Q4_K row (the parts its GEMV sums apart); |w|
  * for any other dtype (a ct_abs_row_fn). */
