@@ -278,6 +278,8 @@ static hy_status put(struct hy_doc *d, const char *s, size_t n, struct hy_err *e
 /* Appends written translation text to the front segment's copy for the memory. */
 static hy_status keep(struct hy_doc *d, const char *s, size_t n, struct hy_err *err)
 {
+    if (n == 0)
+        return HY_OK; /* s may be NULL then (no whitespace held yet) */
     if (d->n_out + n > d->cap_out) {
         size_t cap = 2 * (d->n_out + n) + 256;
         char *p = realloc(d->out, cap);
