@@ -38,8 +38,8 @@ static void cpu_destroy(struct hy_backend *be)
 
 /* Buffers of at least this size (weights, the KV pool) start on a 2 MiB boundary and ask for
  * transparent huge pages on their whole 2 MiB pages (a hint; the tail stays in small pages,
- * so no memory is added): streaming reads through 4 KiB pages were measured at 21-23 GB/s
- * against 24-29 GB/s on huge pages (this 2-core Zen 4, 2 threads, THP in madvise mode). */
+ * so no memory is added): streaming reads are faster on huge pages than through 4 KiB
+ * pages (figures in bench/RESULTS.md). */
 #define HUGE_BYTES ((size_t)2 << 20)
 
 static void *cpu_alloc(struct hy_backend *be, size_t bytes)

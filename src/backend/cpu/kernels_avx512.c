@@ -201,9 +201,9 @@ MM_KERNELS(q8_0, HY_DTYPE_Q8_0)
  * weight group: a group's integer dot is then two vpdpbusd into one int32 vector (unsigned
  * nibbles 0..15 times signed activations, exact), converted once and scaled once by
  * d_w * d_x. With per-32 activation scales each group needed two conversions and three
- * float operations per token: prefill was bound by the multiply pipes (measured 12.5 MACs a
- * cycle a core; per-128 about twice that). The nibbles' offset of 8 is applied through the
- * activation sums (x->s): value = d_w*(nibble - 8). */
+ * float operations per token: prefill was bound by the multiply pipes (per-128 scales
+ * about double the MACs a cycle: bench/RESULTS.md). The nibbles' offset of 8 is applied
+ * through the activation sums (x->s): value = d_w*(nibble - 8). */
 INLQ __m512i g128_idot(const __m512i lo, const __m512i hi, const int8_t *aq)
 {
     __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)aq));
@@ -234,10 +234,10 @@ INLQ float g128_asum(const struct hy_cpu_xq *x, int64_t g)
 
 /* Decode: rows are read one after the other, each a single sequential stream (with a
  * software prefetch PF_BYTES ahead), two accumulators for even and odd groups. Reading four
- * rows side by side (sharing the activation loads) was measured at half the DRAM bandwidth:
+ * rows side by side (sharing the activation loads) reads at about half the DRAM bandwidth:
  * a row of a 2048-column Q4_G128 weight is only 1056 bytes, and four such short interleaved
- * streams are followed too late by the hardware prefetcher (a synthetic load loop: 6.8 GB/s a
- * core for four streams, 17.7 GB/s for one); the activations come from L1 either way. */
+ * streams are followed too late by the hardware prefetcher (figures in bench/RESULTS.md);
+ * the activations come from L1 either way. */
 #define PF_BYTES 4096
 INLQ float g128_dot(const struct hy_cpu_xq *x, const unsigned char *w, int64_t cols)
 {

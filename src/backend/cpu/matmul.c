@@ -4,10 +4,9 @@
  * thread runs it, so results are the same bit for bit for any thread count.
  * Decode (T = 1) is memory-bound: each thread reads its rows one after the other with the
  * dot kernel, its range one sequential stream, in pieces that a thread done early takes
- * over from a slower one (pool_for_balanced). (Four rows side by side, the rows4
- * kernel, make four short interleaved streams that the hardware prefetcher follows late:
- * measured on this 2-core Zen 4, 1.8B shapes, 2 threads: Q8_0 12-15 -> 23 GB/s, Q4_G128
- * about twice as fast, BF16 19-24 -> 25 GB/s.)
+ * over from a slower one (pool_for_balanced). (Not four rows side by side, the rows4
+ * kernel: four short interleaved streams that the hardware prefetcher follows late read
+ * well below one stream's bandwidth; figures in bench/RESULTS.md.)
  * Prefill (T > 1) is compute-bound: rows are walked in blocks and columns in chunks small
  * enough that a block's chunk of weights stays in L2 and four tokens' chunk of activations
  * in L1; every (4 tokens x 4 rows) tile of the block runs in registers (tile4x4), each
