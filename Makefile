@@ -7,7 +7,14 @@ CMAKE_ARGS ?=
 DEMO_MODEL ?= $(BUILD)/demo-model
 PORT       ?= 8080
 
-.PHONY: all build deps test test-asan serve demo-model clean help
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man/man1
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+
+.PHONY: all build deps test test-asan serve demo-model clean help install uninstall
 
 all: build
 
@@ -17,6 +24,9 @@ help:
 	@echo "make test-asan  build with ASan+UBSan and run the unit, model and server tests"
 	@echo "make serve      build and serve the web page and API on the demo model (port 8080)"
 	@echo "make deps       install missing build dependencies (Debian packages; make test adds the test ones)"
+	@echo "make install    install hymt, its man page and the systemd unit (PREFIX=/usr/local,"
+	@echo "                DESTDIR=; the settings file $(SYSCONFDIR)/hymt/hymt.env only if absent)"
+	@echo "make uninstall  remove them again (the settings file stays)"
 	@echo "make clean      remove build folders"
 	@echo "variables: CMAKE_ARGS='-DHYMT_CUDA=OFF' BUILD=dir JOBS=n"
 
@@ -63,6 +73,31 @@ serve: build demo-model
 	@echo "hymt: serving the embedded demo model (RANDOM WEIGHTS: translations are meaningless)"
 	@echo "      at http://127.0.0.1:$(PORT)/ -- for real ones: build/hymt serve -m /path/to/Hunyuan-MT-7B"
 	$(BUILD)/hymt serve -m $(DEMO_MODEL) --port $(PORT)
+
+# The man page is made from the binary's --help texts (scripts/man.sh), so it says what
+# the installed binary says.
+$(BUILD)/hymt.1: build scripts/man.sh
+	sh scripts/man.sh $(BUILD)/hymt > $@.tmp && mv $@.tmp $@
+
+SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+# The unit runs `hymt serve` as its own (dynamic) user, hardened; settings come from
+# $(SYSCONFDIR)/hymt/hymt.env, which an upgrade never overwrites.
+install: build $(BUILD)/hymt.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/hymt
+	install -m 755 $(BUILD)/hymt $(DESTDIR)$(BINDIR)/hymt
+	install -m 644 $(BUILD)/hymt.1 $(DESTDIR)$(MANDIR)/hymt.1
+	$(SUBST) deploy/hymt.service.in > $(DESTDIR)$(UNITDIR)/hymt.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/hymt.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/hymt/hymt.env ]; then \
+		echo "kept $(DESTDIR)$(SYSCONFDIR)/hymt/hymt.env (the new default: deploy/hymt.env)"; \
+	else \
+		$(SUBST) deploy/hymt.env > $(DESTDIR)$(SYSCONFDIR)/hymt/hymt.env && \
+		chmod 644 $(DESTDIR)$(SYSCONFDIR)/hymt/hymt.env; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/hymt $(DESTDIR)$(MANDIR)/hymt.1 $(DESTDIR)$(UNITDIR)/hymt.service
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

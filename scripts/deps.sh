@@ -4,7 +4,8 @@
 #   --test     also what the tests need (`make test`, `make test-asan`): the browser test's
 #              chromium, promtool for the metrics check, node/npm for the client and
 #              tokenizer tests, curl and python3 for the shell tests, clang and its
-#              libFuzzer runtime for the fuzzers
+#              libFuzzer runtime for the fuzzers, systemd for
+#              systemd-analyze (the service unit's test)
 #   --check    only report (exit 1 when something is missing)
 # Uses sudo when not root. The build never pulls in what only the tests need.
 set -eu
@@ -14,7 +15,7 @@ for a in "$@"; do
     --test) tests=1 ;;
     --check) check=1 ;;
     -h | --help)
-        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -59,6 +60,7 @@ if [ $tests = 1 ]; then
     need_cmd clang clang                 # the libFuzzer targets (tests/fuzz/run.sh)
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
         missing="$missing libclang-rt-14-dev" # libFuzzer's runtime
+    need_cmd systemd-analyze systemd     # the service unit checked by systemd-analyze verify
 fi
 
 if [ -z "$missing" ]; then

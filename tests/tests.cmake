@@ -221,3 +221,9 @@ foreach(t http_malformed_test http_slowloris_test http_stream_test http_admissio
     $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
   set_tests_properties(${t} PROPERTIES LABELS server TIMEOUT 120)
 endforeach()
+
+# `make install` (DESTDIR, PREFIX): binary, man page, systemd unit checked by
+# systemd-analyze verify and security, the settings file kept on upgrade.
+add_test(NAME deploy_install_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/deploy/install_test.sh
+  ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+set_tests_properties(deploy_install_test PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -1,7 +1,11 @@
 #include "cli/args.h"
 
 #include "backend/select.h"
+#include "core/globals.h"
+#include "core/log.h"
 #include "model/hunyuan.h"
+
+#include "hymt_version.h" /* generated: HYMT_GIT_COMMIT */
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,6 +14,49 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+void cli_print_version(void)
+{
+    const char *archs = HYMT_CUDA_ARCHS;
+    printf("hymt %s (commit %s; %s%s)\n", HYMT_VERSION, HYMT_GIT_COMMIT,
+           *archs ? "CUDA architectures " : "CPU only: built without CUDA", archs);
+}
+
+int cli_set_log_format(const char *name)
+{
+    enum hy_log_fmt f;
+    if (hy_log_parse_format(name, &f)) {
+        fprintf(stderr, "hymt: --log-format must be text or json, not '%s'\n", name);
+        return 1;
+    }
+    hy_log_set_format(f);
+    return 0;
+}
+
+/* The options main() takes before a command, after it: true when arg was one (*i moves past
+ * a value it takes). */
+static bool global_option(const char *name, size_t len, const char *eq, int argc, char **argv,
+                          int *i, int *rc)
+{
+    if (len == 10 && !strncmp(name, "log-format", 10)) {
+        const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : "";
+        *rc = cli_set_log_format(v) ? CLI_ERR : CLI_OK;
+        return true;
+    }
+    if (eq)
+        return false;
+    if ((len == 1 && *name == 'v') || (len == 7 && !strncmp(name, "verbose", 7))) {
+        hy_log_level = HY_LOG_DEBUG;
+    } else if ((len == 1 && *name == 'q') || (len == 5 && !strncmp(name, "quiet", 5))) {
+        hy_log_level = HY_LOG_ERROR;
+    } else if (len == 7 && !strncmp(name, "version", 7)) {
+        cli_print_version();
+        *rc = CLI_HELP;
+    } else {
+        return false;
+    }
+    return true;
+}
 
 int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...)
 {
@@ -351,6 +398,12 @@ static int parse(const struct cli_cmd *cmd, bool settings, int argc, char **argv
         bool from_file = false, is_config = settings && len == 6 &&
                                             !strncmp(name, "config", 6);
         struct cli_opt *o = is_config ? NULL : find_opt(opts, n_opts, name, len, &from_file);
+        int grc = CLI_OK;
+        if (!o && !is_config && global_option(name, len, eq, argc, argv, &i, &grc)) {
+            if (grc)
+                return grc;
+            continue;
+        }
         if (!o && !is_config)
             return cli_fail(cmd, "unknown option '%.*s'", (int)(len + (size_t)(name - a)), a);
         if (o && o->seen)

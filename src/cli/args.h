@@ -2,7 +2,10 @@
  * Each subcommand declares a table of options; cli_parse() fills them, accepts
  * "--name value" and "--name=value" (and a short alias such as -m), validates types and
  * ranges, and prints one clear line "hymt CMD: ..." on any error. It returns
- * CLI_OK, CLI_HELP (usage was printed to stdout: exit 0) or CLI_ERR (exit 2).
+ * CLI_OK, CLI_HELP (usage was printed to stdout: exit 0) or CLI_ERR (exit 2). The options
+ * hymt takes before a command work after it too, unless the command's table has them:
+ * -v/--verbose and -q/--quiet set the log level, --log-format text|json the log lines
+ * format, --version prints the version (CLI_HELP).
  *
  * Settings (cli_parse_settings, e.g. serve): every option may also
  * come from the environment variable HYMT_<NAME> (the long name upper-cased, '-' as '_':
@@ -58,6 +61,11 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *
 /* cli_parse with the settings above: the environment, --config, --print-config. */
 int cli_parse_settings(const struct cli_cmd *cmd, int argc, char **argv, struct cli_opt *opts,
                        size_t n_opts, const char **pos, int max_pos, int *n_pos);
+
+/* Prints "hymt VERSION (commit C; CUDA architectures ...)" on stdout. */
+void cli_print_version(void);
+/* --log-format text|json (core/log.h); 1 with a message for anything else. */
+int cli_set_log_format(const char *name);
 
 /* Prints "hymt CMD: message" to stderr; returns CLI_ERR for `return cli_fail(...)`. */
 int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

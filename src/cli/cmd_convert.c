@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/convert.h"
+#include "core/globals.h"
 
 #include "core/json.h"
 #include "core/log.h"
@@ -41,7 +42,8 @@ static const char usage[] =
     "Every hymt command loads it with -m FILE.gguf; llama.cpp loads it too.\n"
     "\n"
     "options:\n"
-    "  -m, --model DIR     checkpoint folder\n"
+    "  -m, --model MODEL   checkpoint folder or Hugging Face repo id (ORG/NAME[@REV], from\n"
+    "                      the hub cache) of safetensors weights\n"
     "  -o, --output FILE   the GGUF file to write (written to FILE.tmp-PID, renamed at the end)\n"
     "  --type TYPE         bf16 (default), f16, f32, q8_0, q4_0 or q4_k_m; norms stay F32;\n"
     "                      q4_k_m puts the head and some attn_v / ffn_down layers in Q6_K,\n"
@@ -264,13 +266,23 @@ static hy_status write_gguf(struct conv *c, const char *path, struct hy_err *err
     void *out = malloc((size_t)maxc * sizeof *row);
     if (!s && (!row || !out))
         s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+    /* a line redrawn on a terminal; in a log or a pipe one line per 10% of the tensors */
+    const bool tty = isatty(STDERR_FILENO) && hy_log_level >= HY_LOG_INFO;
+    int decile = 0;
     for (int i = 0; i < c->n_plan && !s; i++) {
         const struct plan_t *p = &c->plan[i];
-        fprintf(stderr, "\rhymt convert: [%d/%d] %-32s %-5s", i + 1, c->n_plan, p->name,
-                hy_ggml_type_name(p->type));
+        if (tty)
+            fprintf(stderr, "\rhymt convert: [%d/%d] %-32s %-5s", i + 1, c->n_plan, p->name,
+                    hy_ggml_type_name(p->type));
         s = write_tensor(w, p, row, out, err);
+        if (!tty && !s && hy_log_level >= HY_LOG_INFO && (i + 1) * 10 / c->n_plan > decile) {
+            decile = (i + 1) * 10 / c->n_plan;
+            fprintf(stderr, "hymt convert: %d%% (%d of %d tensors)\n", decile * 10, i + 1,
+                    c->n_plan);
+        }
     }
-    fprintf(stderr, "\n");
+    if (tty)
+        fprintf(stderr, "\n");
     free(row);
     free(out);
     if (s) {

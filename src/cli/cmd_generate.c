@@ -25,7 +25,8 @@ static const struct cli_cmd cmd = {
     "Runs the model on the given token ids and prints the generated ids on stdout,\n"
     "space-separated, on one line. Timings go to stderr.\n"
     "\n"
-    "  -m, --model DIR       checkpoint folder (config.json + safetensors)\n"
+    "  -m, --model MODEL     Hugging Face repo id (ORG/NAME[@REV], from the hub cache),\n"
+    "                        checkpoint folder or GGUF file\n"
     "  --ids LIST            prompt token ids, comma-separated\n"
     "  --prompt TEXT         prompt text, encoded with MODEL/tokenizer.json as it is: no\n"
     "                        template, no BOS; control tokens written in it are honoured\n"
@@ -38,8 +39,7 @@ static const struct cli_cmd cmd = {
     "                        [steps, vocab], raw little-endian; the first row is the\n"
     "                        last prompt position\n"
     "  -t, --threads N       CPU threads (default: all online CPUs)\n"
-    "  --device D            cpu (default, for parity checks), cuda (GPU 0; needs a build\n"
-    "                        with the CUDA backend) or auto\n"
+    "  --device D            auto (default: CUDA when a GPU is present), cpu or cuda\n"
     "  --quant q8|q4         quantize the projections and the head at load: q8 int8 (Q8_0),\n"
     "                        q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types), fp8;\n"
     "                        each stays in its type on a GPU\n"
@@ -156,7 +156,7 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     int rc = 1;
     double t_load = hy_clock_now();
     char desc[320];
-    hy_status s = cli_load_model(o->model, o->device, "cpu", (int)o->threads, o->quant,
+    hy_status s = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
                                  o->fp8_gemm, &be, &m, &err);
     if (!s)
         s = hy_ctx_create(&c, m, n_prompt + (int)o->n, n_prompt, &err);

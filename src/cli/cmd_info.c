@@ -11,7 +11,8 @@
 
 static const struct cli_cmd cmd = {
     "info",
-    "usage: hymt info MODEL [--tensors]   (MODEL: a checkpoint folder or a GGUF file)\n"
+    "usage: hymt info MODEL [--tensors]   (MODEL: a Hugging Face repo id ORG/NAME[@REV] from\n"
+    "                                     the hub cache, a checkpoint folder or a GGUF file)\n"
     "\n"
     "Prints the config summary, parameter count, bytes by dtype, and checks that every\n"
     "tensor the forward pass needs is present with the right shape.\n"
@@ -110,7 +111,7 @@ int cmd_info(int argc, char **argv)
     if (r)
         return r == CLI_HELP ? 0 : 2;
     if (n_pos != 1)
-        return cli_fail(&cmd, "give one MODEL folder");
+        return cli_fail(&cmd, "give one MODEL");
     static struct cli_model mp;
     if (cli_model_resolve(&cmd, pos[0], &mp))
         return 1;

@@ -2,6 +2,8 @@
  * hub cache (hub/pull.h), where -m REPO then finds it. */
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/globals.h"
+#include "core/log.h"
 #include "hub/pull.h"
 
 #include <stdlib.h>
@@ -22,7 +24,7 @@ static const struct cli_cmd cmd = {
     "                      across '/'; 'dir/' a folder), e.g. --include '*Q4_K_M.gguf'\n"
     "  --exclude PATTERN   not files matching PATTERN (repeatable), e.g. --exclude '*.bin'\n"
     "  --retries N         attempts more for a broken transfer, each resuming (default 5)\n"
-    "  -q, --quiet         no progress\n"
+    "  -q, --quiet         no progress (errors only)\n"
     "  -h, --help          this text\n"
     "\n"
     "environment:\n"
@@ -61,7 +63,6 @@ static int take_patterns(int argc, char **argv, struct hy_hub_pull_opts *o, char
 int cmd_pull(int argc, char **argv)
 {
     struct hy_hub_pull_opts o = {0};
-    bool quiet = false;
     int64_t retries = 5;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
@@ -69,7 +70,6 @@ int cmd_pull(int argc, char **argv)
     int n_rest = 0;
     int r = take_patterns(argc, argv, &o, rest, &n_rest);
     struct cli_opt opts[] = {
-        {"q|quiet", CLI_FLAG, &quiet, 0, 0, false},
         {"retries", CLI_INT, &retries, 0, 100, false},
     };
     const char *pos[1];
@@ -89,7 +89,7 @@ int cmd_pull(int argc, char **argv)
     o.token = getenv("HF_TOKEN") && *getenv("HF_TOKEN") ? getenv("HF_TOKEN") : NULL;
     o.retries = (int)retries;
     o.out = stderr;
-    o.progress = quiet ? HY_HUB_PROGRESS_NONE
+    o.progress = hy_log_level < HY_LOG_INFO ? HY_HUB_PROGRESS_NONE
                        : isatty(STDERR_FILENO) ? HY_HUB_PROGRESS_BAR : HY_HUB_PROGRESS_LINES;
     static char snap[HY_HUB_PATH_MAX];
     static struct hy_hub_err err;

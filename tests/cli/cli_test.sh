@@ -168,5 +168,83 @@ contains "$TMP/err" "out of the vocabulary" "names the bad id"
 expect 1 "generate missing model" -- "$HYMT" generate -m "$TMP/nope" --ids 1 -n 1
 expect 1 "generate unwritable dump" -- "$HYMT" -q generate -m "$M" --ids 1 -n 1 --dump-logits /nonexistent/dir/x
 
+# hymt help CMD, --version, the global options after the command name
+expect 0 "help" -- "$HYMT" help
+contains "$TMP/out" "help COMMAND" "help lists itself"
+for c in generate info tokenize translate bench convert serve pull make-test-model; do
+    expect 0 "help $c" -- "$HYMT" help $c
+    contains "$TMP/out" "usage: hymt $c" "help $c prints its usage"
+done
+expect 2 "help of an unknown command" -- "$HYMT" help frobnicate
+one_line "help of an unknown command"
+expect 2 "help of two commands" -- "$HYMT" help info generate
+expect 0 "--version" -- "$HYMT" --version
+checks=$((checks + 1))
+grep -Eq '^hymt [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown); (CUDA architectures [0-9a-z ]+|CPU only: built without CUDA)\)$' "$TMP/out" ||
+    { fails=$((fails + 1)); echo "FAIL: --version printed: $(cat "$TMP/out")"; }
+cp "$TMP/out" "$TMP/version"
+expect 0 "--version after a command" -- "$HYMT" generate --version
+checks=$((checks + 1))
+cmp -s "$TMP/out" "$TMP/version" || { fails=$((fails + 1)); echo "FAIL: generate --version differs"; }
+expect 0 "-q after the command" -- "$HYMT" generate -m "$M" -q --ids 497,5 -n 2 --ignore-eos
+checks=$((checks + 1))
+[ ! -s "$TMP/err" ] || { fails=$((fails + 1)); echo "FAIL: -q after the command still logs:"; cat "$TMP/err"; }
+expect 0 "no -q: logs" -- "$HYMT" generate -m "$M" --ids 497,5 -n 2 --ignore-eos
+contains "$TMP/err" "model loaded" "info logs without -q"
+expect 0 "--verbose after the command" -- "$HYMT" info --verbose "$M"
+expect 0 "-v after the command" -- "$HYMT" translate -m "$T" -v --to en --max-new-tokens 2 "$TMP/doc.txt"
+# MODEL in the help texts: a repo id, a folder or a GGUF file (convert: no GGUF)
+for c in generate info tokenize translate bench serve; do
+    expect 0 "$c --help" -- "$HYMT" $c --help
+    contains "$TMP/out" "repo id" "$c --help names repo ids"
+    contains "$TMP/out" "GGUF file" "$c --help names GGUF files"
+    checks=$((checks + 1))
+    ! grep -q -- "--model DIR" "$TMP/out" || { fails=$((fails + 1)); echo "FAIL: $c --help says --model DIR"; }
+done
+expect 0 "generate --help" -- "$HYMT" generate --help
+contains "$TMP/out" "auto (default" "generate defaults to --device auto"
+# hymt convert's progress: a line per 10% into a file or pipe, redrawn with \r on a terminal
+expect 0 "convert into a log" -- "$HYMT" convert -m "$T" -o "$TMP/p.gguf"
+checks=$((checks + 1))
+! grep -q "$(printf '\r')" "$TMP/err" || { fails=$((fails + 1)); echo "FAIL: convert wrote \\r into a file"; }
+contains "$TMP/err" "hymt convert: 50% (" "convert: a line at 50%"
+contains "$TMP/err" "hymt convert: 100% (" "convert: a line at 100%"
+checks=$((checks + 1))
+[ "$(grep -c '^hymt convert: [0-9]*% (' "$TMP/err")" = 10 ] || { fails=$((fails + 1)); echo "FAIL: convert: not 10 progress lines"; cat "$TMP/err"; }
+if command -v script >/dev/null 2>&1; then
+    checks=$((checks + 1))
+    script -qec "'$HYMT' convert -m '$T' -o '$TMP/q.gguf'" /dev/null >"$TMP/tty" 2>&1
+    grep -q "$(printf '\r')hymt convert: \[" "$TMP/tty" || { fails=$((fails + 1)); echo "FAIL: convert on a terminal: no \\r line"; }
+fi
+
+# log lines: ISO 8601 time with the zone; --log-format json (before or after the command,
+# or HYMT_LOG_FORMAT): one JSON object a line
+expect 0 "text log" -- env TZ=UTC0 "$HYMT" generate -m "$M" --ids 497,5 -n 2 --ignore-eos
+checks=$((checks + 1))
+grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}\+00:00 info  model loaded' "$TMP/err" ||
+    { fails=$((fails + 1)); echo "FAIL: text log line:"; cat "$TMP/err"; }
+expect 0 "text log in another zone" -- env TZ=XYZ-5:30 "$HYMT" generate -m "$M" --ids 497,5 -n 2 --ignore-eos
+contains "$TMP/err" "+05:30 info" "the zone offset is the local one"
+for how in "--log-format json generate" "generate --log-format=json" "HYMT_LOG_FORMAT=json generate"; do
+    case $how in
+    HYMT*) expect 0 "json log: $how" -- env HYMT_LOG_FORMAT=json "$HYMT" generate -m "$M" --ids 497,5 -n 2 --ignore-eos ;;
+    *) expect 0 "json log: $how" -- "$HYMT" $how -m "$M" --ids 497,5 -n 2 --ignore-eos ;;
+    esac
+    checks=$((checks + 1))
+    python3 -c '
+import json, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines, "no log lines"
+for l in lines:
+    j = json.loads(l)
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$", j["ts"]), j
+    assert j["level"] in ("error", "warn", "info", "debug") and isinstance(j["msg"], str), j
+' "$TMP/err" || { fails=$((fails + 1)); echo "FAIL: $how: not JSON lines:"; cat "$TMP/err"; }
+done
+expect 2 "bad --log-format" -- "$HYMT" --log-format xml info "$M"
+one_line "bad --log-format"
+expect 2 "bad --log-format after the command" -- "$HYMT" info "$M" --log-format=yaml
+expect 2 "bad HYMT_LOG_FORMAT" -- env HYMT_LOG_FORMAT=xml "$HYMT" info "$M"
+
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]

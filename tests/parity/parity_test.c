@@ -156,7 +156,7 @@ static void check_cli(const struct golden *g, const char *dir)
         return;
     close(fd);
     const char *bin = getenv("HYMT_BIN");
-    int n = snprintf(cmdline, sizeof cmdline, "%s/hymt -q generate -m %s -n %d --temp 0 "
+    int n = snprintf(cmdline, sizeof cmdline, "%s/hymt -q generate --device cpu -m %s -n %d --temp 0 "
                      "--ignore-eos --threads 2 --dump-logits %s --ids ",
                      bin ? bin : ".", dir, g->n_gen, dump);
     for (int i = 0; i < g->n_prompt; i++)
