@@ -7,6 +7,8 @@
 
 #include "test.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,6 +321,58 @@ static void test_cuts(void)
     CHECK(bad == 0);
 }
 
+/* Random documents over the characters the splitters look at: for every format the runs
+ * tile the text in order, hold no blank line (hy_format_doc_translate splits at them) and
+ * have no surrounding whitespace; identity and mark-then-unmark give the input back. */
+static void test_random(void)
+{
+    static const char alpha[] = "ab c#|`[]()<>!*-_\n\n\r\t{}\\\"'=&;:/19.Tx\xC3\xA9";
+    uint64_t seed = 12345;
+    int bad = 0;
+    char doc[400];
+    for (int f = 0; f < 5; f++) {
+        for (int r = 0; r < 3000; r++) {
+            size_t len = 0;
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            size_t want = (size_t)(seed >> 33) % sizeof doc;
+            if (r % 7 == 0 && f == HY_FORMAT_VTT)
+                len = (size_t)snprintf(doc, sizeof doc, "WEBVTT\n\n");
+            while (len < want) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                doc[len++] = alpha[(seed >> 33) % (sizeof alpha - 1)];
+            }
+            struct hy_format_run *runs = NULL;
+            size_t n = 0, at = 0;
+            if (hy_format_split((enum hy_format)f, doc, len, &runs, &n, NULL) != HY_OK) {
+                bad++;
+                continue;
+            }
+            for (size_t i = 0; i < n; i++) {
+                const struct hy_format_run *u = &runs[i];
+                bool blank_inside = false;
+                for (size_t k = u->off; k + 1 < u->off + u->len; k++)
+                    blank_inside |= doc[k] == '\n' && doc[k + 1] == '\n';
+                bad += u->off < at || u->len == 0 || u->off + u->len > len ||
+                       (f != HY_FORMAT_TEXT && blank_inside) || doc[u->off] == ' ' ||
+                       doc[u->off + u->len - 1] == ' ' || doc[u->off + u->len - 1] == '\n';
+                at = u->off + u->len;
+            }
+            free(runs);
+            char *out = NULL, *back;
+            size_t m = 0, k = 0;
+            if (hy_format_translate((enum hy_format)f, doc, len, mark, NULL, &out, &m, NULL)) {
+                bad++;
+                continue;
+            }
+            back = unmark(out, m, &k);
+            bad += k != len || memcmp(back, doc, len);
+            free(back);
+            free(out);
+        }
+    }
+    CHECKF(bad == 0, "%d random documents broke an invariant", bad);
+}
+
 int main(void)
 {
     test_markdown();
@@ -327,5 +381,6 @@ int main(void)
     test_html();
     test_text_and_names();
     test_cuts();
+    test_random();
     return test_result();
 }
