@@ -7,10 +7,10 @@
 # pkg-config): when pkg-config cannot find them and .gpudeps/ holds their .deb files
 # (carried with the call), they are unpacked into /tmp/gpudeps and used from there.
 # To make .gpudeps (git-ignored through .git/info/exclude) on a Debian 12 checkout:
-#   mkdir -p .gpudeps/gnutls && cd .gpudeps && apt-get download libjansson-dev libjansson4
+#   mkdir -p .gpudeps && cd .gpudeps && apt-get download libjansson-dev libjansson4
 #   libonig-dev libonig5 libutf8proc-dev libutf8proc2 pkgconf pkgconf-bin libpkgconf3
-#   libmicrohttpd-dev libmicrohttpd12 && cd gnutls && apt-get download libgnutls30 libgmp10
-#   libhogweed6 libidn2-0 libnettle8 libp11-kit0 libtasn1-6 libunistring2 libffi8
+#   libcurl4-openssl-dev libcurl4 libssl-dev libssl3 libsqlite3-dev libsqlite3-0
+#   libexpat1-dev libexpat1 and libcurl4's library dependencies (apt-cache depends --recurse)
 # and name it in the device call's carry list. Run as `OUT=$OUT sh bench/gpu.sh`.
 # STAGES (default "build test 7b sanitize") picks what runs.
 set -u
