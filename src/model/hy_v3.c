@@ -74,9 +74,20 @@ static hy_status bind_swiglu(struct hy_weight *g, struct hy_weight *u, struct hy
     return s;
 }
 
+/* A MoE layer's names: as released (experts one by one), or as transformers' modules hold
+ * them (what Tencent's convert_ckpt_to_outer.py writes: experts fused into 3-D tensors). */
+struct moe_names {
+    const char *router, *bias, *shared;
+};
+static const struct moe_names released = {"mlp.router.gate.weight", "mlp.expert_bias",
+                                          "mlp.shared_mlp"};
+static const struct moe_names fused = {"mlp.gate.weight", "mlp.e_score_correction_bias",
+                                       "mlp.shared_experts"};
+
 /* The selection bias as float32 host memory (zeros when the config says none is stored). */
 static hy_status bind_bias(struct hy_moe_weights *mw, const struct hy_st *st,
-                           const struct hy_config *c, int i, struct hy_err *err)
+                           const struct hy_config *c, int i, const char *name,
+                           struct hy_err *err)
 {
     const int64_t E = c->num_experts;
     mw->bias = calloc((size_t)E, sizeof *mw->bias);
@@ -85,24 +96,62 @@ static hy_status bind_bias(struct hy_moe_weights *mw, const struct hy_st *st,
     if (!c->moe_expert_bias)
         return HY_OK;
     struct hy_weight b;
-    hy_status s = bindf(&b, st, 0, E, err, "model.layers.%d.mlp.expert_bias", i, 0);
+    char fmt[96];
+    snprintf(fmt, sizeof fmt, "model.layers.%%d.%s", name);
+    hy_status s = bindf(&b, st, 0, E, err, fmt, i, 0);
     if (!s)
         hy_dtype_to_f32(mw->bias, b.data, b.dtype, (size_t)E);
     return s;
 }
 
+/* w[e] = rows row0 .. row0+rows-1 of expert e's [stack_rows, cols] slab of the 3-D tensor
+ * model.layers.i.mlp.experts.<what>, [E, stack_rows, cols]. */
+static hy_status bind_stack(struct hy_weight *w, const struct hy_st *st, int i, const char *what,
+                            int64_t E, int64_t stack_rows, int64_t row0, int64_t rows,
+                            int64_t cols, struct hy_err *err)
+{
+    char name[HY_ST_MAX_NAME];
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.%s", i, what);
+    const struct hy_st_tensor *t = hy_st_find(st, name);
+    if (!t || t->n_dims != 3 || t->shape[0] != E || t->shape[1] != stack_rows ||
+        t->shape[2] != cols)
+        return hy_err_set(err, HY_E_FORMAT, "%s tensor %s: the config needs [%lld,%lld,%lld]",
+                          t ? "shape of" : "missing", name, (long long)E, (long long)stack_rows,
+                          (long long)cols);
+    if (t->dtype != HY_DTYPE_F32 && t->dtype != HY_DTYPE_F16 && t->dtype != HY_DTYPE_BF16)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "tensor %s is %s; hy_v3 reads F32, F16 and BF16",
+                          name, hy_dtype_name(t->dtype));
+    const size_t rb = hy_dtype_row_bytes(t->dtype, cols);
+    for (int64_t e = 0; e < E; e++)
+        w[e] = (struct hy_weight){t->dtype, rows, cols,
+                                  (const char *)t->data + (size_t)(e * stack_rows + row0) * rb};
+    return HY_OK;
+}
+
 static hy_status bind_moe(struct hy_moe_weights *mw, const struct hy_st *st,
                           const struct hy_config *c, int i, struct hy_err *err)
 {
-    const int64_t d = c->hidden_size, f = c->moe_intermediate_size;
-    hy_status s = bindf(&mw->router, st, c->num_experts, d, err,
-                        "model.layers.%d.mlp.router.gate.weight", i, 0);
+    const int64_t d = c->hidden_size, f = c->moe_intermediate_size, E = c->num_experts;
+    char name[HY_ST_MAX_NAME], fmt[96];
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", i);
+    const struct moe_names *nm = hy_st_find(st, name) ? &fused : &released;
+    snprintf(fmt, sizeof fmt, "model.layers.%%d.%s", nm->router);
+    hy_status s = bindf(&mw->router, st, E, d, err, fmt, i, 0);
     if (!s)
-        s = bind_bias(mw, st, c, i, err);
+        s = bind_bias(mw, st, c, i, nm->bias, err);
     if (!s)
         s = bind_swiglu(&mw->sh_gate, &mw->sh_up, &mw->sh_down, st, d, f * c->num_shared_experts,
-                        "mlp.shared_mlp", i, 0, err);
-    for (int e = 0; !s && e < c->num_experts; e++)
+                        nm->shared, i, 0, err);
+    if (nm == &fused) { /* gate rows first in gate_up_proj, as HYV3Experts chunks it */
+        if (!s)
+            s = bind_stack(mw->gate, st, i, "gate_up_proj", E, 2 * f, 0, f, d, err);
+        if (!s)
+            s = bind_stack(mw->up, st, i, "gate_up_proj", E, 2 * f, f, f, d, err);
+        if (!s)
+            s = bind_stack(mw->down, st, i, "down_proj", E, d, 0, d, f, err);
+        return s;
+    }
+    for (int e = 0; !s && e < E; e++)
         s = bind_swiglu(&mw->gate[e], &mw->up[e], &mw->down[e], st, d, f, "mlp.experts.%d", i, e,
                         err);
     return s;

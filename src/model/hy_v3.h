@@ -19,6 +19,10 @@
  *   MoE layers mlp.router.gate.weight [E, hidden], mlp.expert_bias [E] (float32 as released;
  *   bf16/f16 read too), mlp.experts.J.{gate,up,down}_proj.weight, mlp.shared_mlp.{gate,up,
  *   down}_proj.weight; model.embed_tokens / model.norm / lm_head.weight.
+ * A MoE layer may also come in the fused layout transformers' modules hold (and Tencent's
+ * convert_ckpt_to_outer.py writes): mlp.gate.weight, mlp.e_score_correction_bias,
+ * mlp.shared_experts.*, mlp.experts.gate_up_proj [E, 2F, hidden] (gate rows first) and
+ * mlp.experts.down_proj [E, hidden, F]; each expert is then a slice, bound in place.
  * Matrices must be F32, F16 or BF16 (GGUF files: also the block types hymt reads). hy_v3
  * runs on the CPU backends only: a backend with device memory (weight_upload) and fp8 are
  * HY_E_UNSUPPORTED for now; q8 and the 4-bit load-time types quantize every projection.

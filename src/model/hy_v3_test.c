@@ -5,10 +5,12 @@
  * the reference backend and within float32 rounding on the fast one (rows are computed
  * independently, but the fast matmul's kernel choice depends on the row count); decoding
  * through the paged KV cache equals recomputing the sequence; the parameter counts match
- * the shapes; q8 and q4 at load quantize the experts too; a config the tensors do not match
- * is refused naming the tensor. */
+ * the shapes; q8 and q4 at load quantize the experts too; the same checkpoint in the fused
+ * layout (transformers' module names, experts in 3-D tensors) gives the same logits; a config
+ * the tensors do not match is refused naming the tensor. */
 #include "backend/cpu/cpu.h"
 #include "model/hunyuan.h"
+#include "formats/safetensors.h"
 #include "model/hy_v3.h"
 #include "test.h"
 
@@ -148,6 +150,139 @@ static void quantized(const char *dir)
     be->i->destroy(be);
 }
 
+/* ---- the fused layout: the tiny checkpoint rewritten with transformers' module names ---- */
+
+struct fuse {
+    const struct hy_st *st;
+    struct hy_st_wtensor t[160];
+    char names[160][HY_ST_MAX_NAME];
+    const struct hy_st_tensor *src[160];
+    int kind[160], layer[160]; /* kind 0: a copy of src; 1: gate_up_proj; 2: down_proj */
+    size_t n;
+};
+
+static const struct hy_st_tensor *find(const struct hy_st *st, const char *fmt, int i, int e)
+{
+    char name[HY_ST_MAX_NAME];
+    snprintf(name, sizeof name, fmt, i, e);
+    return hy_st_find(st, name);
+}
+
+static hy_status fuse_fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
+{
+    const struct fuse *f = ctx;
+    char *out = buf;
+    if (f->kind[i] == 0) {
+        memcpy(out, f->src[i]->data, nbytes);
+        return HY_OK;
+    }
+    for (int e = 0; e < 8; e++) {
+        static const char *const parts[][2] = {
+            {"model.layers.%d.mlp.experts.%d.gate_proj.weight",
+             "model.layers.%d.mlp.experts.%d.up_proj.weight"},
+            {"model.layers.%d.mlp.experts.%d.down_proj.weight", NULL}};
+        for (int k = 0; k < 2 && parts[f->kind[i] - 1][k]; k++) {
+            const struct hy_st_tensor *t = find(f->st, parts[f->kind[i] - 1][k], f->layer[i], e);
+            memcpy(out, t->data, t->nbytes);
+            out += t->nbytes;
+        }
+    }
+    (void)err;
+    return (size_t)(out - (char *)buf) == nbytes ? HY_OK : HY_E_FORMAT;
+}
+
+static void fuse_add(struct fuse *f, const char *name, const struct hy_st_tensor *src, int kind,
+                     int layer, int n_dims, const int64_t *shape)
+{
+    struct hy_st_wtensor *t = &f->t[f->n];
+    snprintf(f->names[f->n], HY_ST_MAX_NAME, "%s", name);
+    t->name = f->names[f->n];
+    t->dtype = HY_DTYPE_BF16;
+    if (src)
+        t->dtype = src->dtype;
+    t->n_dims = n_dims;
+    memcpy(t->shape, shape, (size_t)n_dims * sizeof *shape);
+    f->src[f->n] = src, f->kind[f->n] = kind, f->layer[f->n] = layer;
+    f->n++;
+}
+
+/* Writes dir/model.safetensors: the tiny checkpoint's tensors renamed (router, bias, shared
+ * expert) and its experts fused, gate rows before up rows, as HYV3Experts holds them. */
+static int write_fused(const char *src_dir, const char *dir)
+{
+    struct hy_st *st = NULL;
+    struct hy_err err = {{0}};
+    static struct fuse f;
+    memset(&f, 0, sizeof f);
+    if (hy_st_open(&st, src_dir, &err))
+        return -1;
+    f.st = st;
+    static const char *const ren[][2] = {{".mlp.router.gate.", ".mlp.gate."},
+                                         {".mlp.expert_bias", ".mlp.e_score_correction_bias"},
+                                         {".mlp.shared_mlp.", ".mlp.shared_experts."}};
+    for (size_t i = 0; i < hy_st_count(st); i++) {
+        const struct hy_st_tensor *t = hy_st_at(st, i);
+        char name[HY_ST_MAX_NAME];
+        snprintf(name, sizeof name, "%s", t->name);
+        if (strstr(name, ".mlp.experts."))
+            continue;
+        for (size_t k = 0; k < 3; k++) {
+            char *at = strstr(name, ren[k][0]);
+            if (at) {
+                char tail[HY_ST_MAX_NAME];
+                snprintf(tail, sizeof tail, "%s", at + strlen(ren[k][0]));
+                snprintf(at, (size_t)(name + sizeof name - at), "%s%s", ren[k][1], tail);
+            }
+        }
+        fuse_add(&f, name, t, 0, 0, t->n_dims, t->shape);
+    }
+    for (int l = 1; l < 4; l++) {
+        char name[HY_ST_MAX_NAME];
+        const struct hy_st_tensor *g0 = find(st, "model.layers.%d.mlp.experts.%d.gate_proj.weight", l, 0);
+        const int64_t gu[3] = {8, 64, 64}, dn[3] = {8, 64, 32};
+        snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", l);
+        fuse_add(&f, name, g0, 1, l, 3, gu);
+        snprintf(name, sizeof name, "model.layers.%d.mlp.experts.down_proj", l);
+        fuse_add(&f, name, g0, 2, l, 3, dn);
+    }
+    hy_status s = hy_st_write(dir, f.t, f.n, 0, fuse_fill, &f, &err);
+    CHECKF(s == HY_OK, "%s", err.msg);
+    hy_st_close(st);
+    return s ? -1 : 0;
+}
+
+/* The fused layout gives logits bit-identical to the released one (reference backend). */
+static void fused_layout(const char *src_dir)
+{
+    char dir[] = "/tmp/hymt-hyv3f-XXXXXX", cmd[8400];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "cp '%s/config.json' '%s/'", src_dir, dir);
+    CHECK(system(cmd) == 0);
+    if (write_fused(src_dir, dir))
+        return;
+    struct hy_backend *be = NULL;
+    struct hy_model *a = NULL, *b = NULL;
+    struct hy_err err = {{0}};
+    CHECK(hy_cpu_backend_create_ref(&be, &err) == HY_OK);
+    CHECK(hy_model_load(&a, src_dir, be, &err) == HY_OK);
+    CHECKF(hy_model_load(&b, dir, be, &err) == HY_OK, "fused layout: %s", err.msg);
+    static float la[9 * V], lb[9 * V];
+    struct hy_model *ms[2] = {a, b};
+    float *out[2] = {la, lb};
+    for (int k = 0; k < 2 && a && b; k++) {
+        struct hy_ctx *c = NULL;
+        CHECK(hy_ctx_create(&c, ms[k], 16, 16, &err) == HY_OK);
+        CHECK(c && hy_model_forward(c, a_ids, 9, true, out[k], &err) == HY_OK);
+        hy_ctx_destroy(c);
+    }
+    CHECKF(a && b && !memcmp(la, lb, sizeof la), "fused layout: logits differ");
+    CHECK(!a || !b || a->n_params == b->n_params);
+    hy_model_destroy(a);
+    hy_model_destroy(b);
+    be->i->destroy(be);
+    test_rmtree(dir);
+}
+
 /* The tiny checkpoint with a config asking for 16 experts: refused naming the tensor. */
 static void mismatch(void)
 {
@@ -208,6 +343,7 @@ int main(void)
             be->i->destroy(be);
     }
     quantized(dir);
+    fused_layout(dir);
     mismatch();
     return test_result();
 }
