@@ -15,12 +15,12 @@ if ! pkg-config --exists $HY_GPU_PCS 2>/dev/null && [ -d .gpudeps ]; then
     for f in $L/lib*.so.*; do
         so=$(basename "$f")
         case $so in *.so.[0-9]*) ;; *) continue ;; esac
-        ldconfig -p | grep -q " $so " || cp -a "$f" $D/rt/
+        ldconfig -p | grep -q "[[:space:]]$so " || cp -a "$f" $D/rt/
     done
     for f in $D/lib/x86_64-linux-gnu/lib*.so.*; do
         [ -e "$f" ] || continue
         so=$(basename "$f")
-        ldconfig -p | grep -q " $so " || cp -a "$f" $D/rt/
+        ldconfig -p | grep -q "[[:space:]]$so " || cp -a "$f" $D/rt/
     done
     export PATH="$D/usr/bin:$PATH" PKG_CONFIG_LIBDIR="$L/pkgconfig:$D/usr/share/pkgconfig"
     export PKG_CONFIG_SYSROOT_DIR="$D" LD_LIBRARY_PATH="$D/rt:${LD_LIBRARY_PATH:-}"
