@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -70,6 +71,8 @@ struct addr_ent {
 struct hy_loop {
     struct hy_server *srv;
     int ep, lfd, efd;
+    int spare_fd;      /* /dev/null, given up to accept-and-close when out of descriptors */
+    double t_emfile;   /* last "out of descriptors" log line */
     pthread_t thread;
     bool started;
     struct conn *conns;
@@ -464,8 +467,20 @@ static void accept_all(struct hy_loop *l, double now)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE)
-                HY_LOGW("http: accept: %s (raise the open file limit)", strerror(errno));
+            if ((errno == EMFILE || errno == ENFILE) && l->spare_fd >= 0) {
+                /* out of descriptors: the pending connection would keep the listener
+                 * readable and the loop spinning; take it with the spare one and close it */
+                if (now - l->t_emfile > 1.0)
+                    HY_LOGW("http: accept: %s (raise the open file limit): closing new "
+                            "connections", strerror(errno));
+                l->t_emfile = now;
+                close(l->spare_fd);
+                int x = accept(l->lfd, NULL, NULL);
+                if (x >= 0)
+                    close(x);
+                l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                continue;
+            }
             return;
         }
         if (!l->n_free) {
@@ -748,6 +763,7 @@ hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
     s->loop = l;
     l->srv = s;
     l->ep = l->lfd = l->efd = -1;
+    l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     pthread_mutex_init(&l->mu, NULL);
     int n = s->cfg.max_connections;
     l->n_conns = n;
@@ -802,6 +818,8 @@ void hy_loop_destroy(struct hy_server *s)
         close(l->lfd);
     if (l->efd >= 0)
         close(l->efd);
+    if (l->spare_fd >= 0)
+        close(l->spare_fd);
     if (l->ep >= 0)
         close(l->ep);
     pthread_mutex_destroy(&l->mu);
