@@ -76,7 +76,7 @@ serve: build demo-model
 
 # The man page is made from the binary's --help texts (scripts/man.sh), so it says what
 # the installed binary says.
-$(BUILD)/hymt.1: build scripts/man.sh
+$(BUILD)/hymt.1: build scripts/man.sh $(BUILD)/hymt
 	sh scripts/man.sh $(BUILD)/hymt > $@.tmp && mv $@.tmp $@
 
 SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'

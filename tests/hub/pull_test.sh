@@ -62,6 +62,14 @@ run 0 "pull again: nothing fetched" "$HYMT" pull test/tiny
 checks=$((checks + 1))
 [ "$(grep -c '^GET /cdn/' "$TMP/hub.log")" = "$(cat "$TMP/n1")" ] || fail "a second pull downloaded again"
 
+# a progress bar redrawn with \r on a terminal (script gives the pull one)
+if command -v script >/dev/null 2>&1; then
+    checks=$((checks + 1))
+    HF_HUB_CACHE="$TMP/cache-tty" script -qec "'$HYMT' pull test/tiny" /dev/null >"$TMP/tty" 2>&1
+    grep -q "$(printf '\r')\[=*  *\] *[0-9]*%" "$TMP/tty" && grep -q "100%" "$TMP/tty" ||
+        { fails=$((fails + 1)); echo "FAIL: no progress bar on a terminal:"; cat -v "$TMP/tty"; }
+fi
+
 # a tag; --include/--exclude; a relative redirect (renamed repo) followed by HEAD and GET
 run 0 "pull @v1 --include" "$HYMT" pull test/renamed@v1 --include '*.json' --exclude 'golden*'
 RR=$HF_HUB_CACHE/models--test--renamed
