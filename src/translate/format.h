@@ -16,9 +16,11 @@
  *   samp, svg and math. Inline tags split the text around them.
  * - text: the whole document is one run (hy_format_doc_translate hands it to doc.h).
  * Runs: trimmed of surrounding whitespace, never holding a blank line, and only those
- * with at least one letter (numbers and punctuation alone are left as they are).
- * Line structure: a run's lines are translated line by line (hy_format_doc_translate uses
- * doc.h's keep_lines), so the document keeps its lines.
+ * with at least one letter (numbers and punctuation alone are left as they are). A run
+ * may span lines: a Markdown paragraph's soft-wrapped lines (not across quote prefixes or
+ * hard breaks), an HTML text node, a cue's lines. hy_format_doc_translate translates a
+ * Markdown or HTML run as one text (its line breaks are soft: the translation comes back
+ * on one line) and a cue line by line (multi-line cues stay multi-line).
  * Pure functions, thread-safe; the split allocates the run array (caller frees), the
  * translate call the output. Errors: HY_E_INVAL for an unknown format name or runs that
  * do not fit the text, HY_E_NOMEM, the callback's own status. */

@@ -2,7 +2,9 @@
  * in format.h). The runs go to hy_doc_translate as one document, each apart from the next
  * by a blank line and with keep_lines on: the segmenter never joins across a line break,
  * translations come back without line breaks of their own, and the separators are kept,
- * so the output splits at its blank lines into exactly the runs' translations. */
+ * so the output splits at its blank lines into exactly the runs' translations. Markdown
+ * and HTML runs are reflowed first (their line breaks are soft: a wrapped paragraph is
+ * one text to translate, and comes back on one line); subtitle cues keep their lines. */
 #include "translate/format.h"
 
 #include <stdlib.h>
@@ -36,7 +38,32 @@ struct job {
     const struct hy_tok *tok;
     const struct hy_doc_opts *o;
     struct hy_doc_result *res;
+    bool reflow; /* join a run's lines with a space (soft line breaks: markdown, html) */
 };
+
+/* Appends a run, with reflow each whitespace stretch holding a line break as one space. */
+static hy_status add_run(struct buf *in, const char *s, size_t n, bool reflow,
+                         struct hy_err *err)
+{
+    if (!reflow)
+        return to_buf(in, s, n, err);
+    hy_status st = HY_OK;
+    for (size_t i = 0; i < n && !st;) {
+        size_t j = i;
+        bool nl = false;
+        while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r'))
+            nl |= s[j++] == '\n';
+        if (j > i && nl) {
+            st = to_buf(in, " ", 1, err);
+            i = j;
+            continue;
+        }
+        j = j > i ? j : i + 1;
+        st = to_buf(in, s + i, j - i, err);
+        i = j;
+    }
+    return st;
+}
 
 /* The translate callback: all runs as one document, split back at the separators. */
 static hy_status translate_runs(void *ctx, const char *const *texts, const size_t *lens, size_t n,
@@ -49,7 +76,7 @@ static hy_status translate_runs(void *ctx, const char *const *texts, const size_
         if (i)
             st = to_buf(&in, RUN_SEP, 2, err);
         if (!st)
-            st = to_buf(&in, texts[i], lens[i], err);
+            st = add_run(&in, texts[i], lens[i], j->reflow, err);
     }
     struct hy_doc_opts o = *j->o;
     o.keep_lines = true;
@@ -93,7 +120,7 @@ hy_status hy_format_doc_translate(struct hy_engine *e, const struct hy_tok *tok,
     memset(res, 0, sizeof *res);
     if (!o->write)
         return hy_err_set(err, HY_E_INVAL, "an output is required");
-    struct job j = {e, tok, o, res};
+    struct job j = {e, tok, o, res, f == HY_FORMAT_MARKDOWN || f == HY_FORMAT_HTML};
     char *out = NULL;
     size_t n = 0;
     hy_status st = hy_format_translate(f, text, len, translate_runs, &j, &out, &n, err);

@@ -25,6 +25,8 @@ struct md {
     size_t fence_n;
     enum html_end html;
     const char *marker;
+    bool para;             /* a paragraph's text is pending: [para_a, para_e) */
+    size_t para_a, para_e; /* its soft-wrapped lines make one run (see md_line) */
 };
 
 static bool alpha(char c)
@@ -108,7 +110,7 @@ static size_t url_end(const char *t, size_t a, size_t p, size_t b)
     if (!hit)
         return 0;
     size_t e = p;
-    while (e < b && t[e] != ' ' && t[e] != '\t' && t[e] != '<')
+    while (e < b && t[e] != ' ' && t[e] != '\t' && t[e] != '\n' && t[e] != '\r' && t[e] != '<')
         e++;
     int paren = 0;
     for (size_t i = p; i < e; i++)
@@ -174,7 +176,33 @@ static void md_inline(struct md *m, size_t a, size_t b)
     fmt_region(m->k, start, b);
 }
 
+static void flush_para(struct md *m)
+{
+    if (m->para)
+        md_inline(m, m->para_a, m->para_e);
+    m->para = false;
+}
+
 /* ---- blocks ---- */
+
+/* A setext underline or thematic break: only = - * _ and spaces (and at least one mark). */
+static bool rule_line(const char *t, size_t a, size_t b)
+{
+    bool mark = false;
+    for (size_t i = a; i < b; i++) {
+        if (t[i] == '=' || t[i] == '-' || t[i] == '*' || t[i] == '_')
+            mark = true;
+        else if (t[i] != ' ' && t[i] != '\t')
+            return false;
+    }
+    return mark;
+}
+
+/* A hard line break at the end of t[a..b): two spaces or a backslash. */
+static bool hard_break(const char *t, size_t a, size_t b)
+{
+    return (b - a >= 2 && t[b - 1] == ' ' && t[b - 2] == ' ') || (b > a && t[b - 1] == '\\');
+}
 
 /* A GFM delimiter row: cells of :?-+:? apart by pipes, with at least one pipe or dash. */
 static bool delimiter_row(const char *t, size_t a, size_t b)
@@ -327,7 +355,7 @@ static void md_line(struct md *m, size_t a, size_t e, size_t next_a, size_t next
     size_t col = 0, p = a;
     while (p < e && (t[p] == ' ' || t[p] == '\t'))
         col += t[p++] == '\t' ? 4 - col % 4 : 1;
-    if (col >= 4 && (m->in_icode || (m->prev_blank && !m->list_ctx))) {
+    if (col >= 4 && !m->para && (m->in_icode || (m->prev_blank && !m->list_ctx))) {
         m->in_icode = true;
         return;
     }
@@ -339,25 +367,48 @@ static void md_line(struct md *m, size_t a, size_t e, size_t next_a, size_t next
     else if (col == 0 && !quoted && m->prev_blank)
         m->list_ctx = false;
     size_t ha, hb;
-    if (fence(t, c, e, &m->fence_c, &m->fence_n)) {
+    bool text = false, ref = false, note = false;
+    if (t[c] == '[' && c + 1 < e) {
+        size_t r = matching(t, c, e);
+        ref = r && r < e && t[r] == ':';
+        note = ref && t[c + 1] == '^';
+    }
+    if (rule_line(t, c, e)) {
+        flush_para(m); /* kept: an underline or a break */
+    } else if (fence(t, c, e, &m->fence_c, &m->fence_n)) {
+        flush_para(m);
         m->in_fence = true;
     } else if (html_start(m, c, e)) {
+        flush_para(m);
         if (m->html == HTML_MARKER && contains(t, c + 2, e, m->marker))
             m->html = HTML_NONE; /* ends on its first line */
-    } else if (t[c] == '[' && c + 1 < e && t[c + 1] != '^' && matching(t, c, e) &&
-               matching(t, c, e) < e && t[matching(t, c, e)] == ':') {
-        /* a reference definition: label and destination are kept */
-    } else if (t[c] == '[' && c + 1 < e && t[c + 1] == '^' && matching(t, c, e) &&
-               matching(t, c, e) < e && t[matching(t, c, e)] == ':') {
+    } else if (note) {
+        flush_para(m);
         md_inline(m, matching(t, c, e) + 1, e); /* a footnote's text */
+    } else if (ref) {
+        flush_para(m); /* a reference definition: label and destination are kept */
     } else if (heading(t, c, e, &ha, &hb)) {
+        flush_para(m);
         md_inline(m, ha, hb);
     } else if (memchr(t + c, '|', e - c) &&
                (m->in_table || (next_a < next_e && delimiter_row(t, next_a, next_e)))) {
+        flush_para(m);
         m->in_table = true;
         table_row(m, c, e);
     } else {
-        md_inline(m, c, e);
+        text = true;
+    }
+    /* paragraph text: a line that continues the pending paragraph joins it (a soft line
+     * break); a list item or quoted line starts its own; a hard break ends it */
+    if (text) {
+        if (listed || quoted)
+            flush_para(m);
+        if (!m->para)
+            m->para_a = c;
+        m->para = true;
+        m->para_e = e;
+        if (quoted || hard_break(t, c, e))
+            flush_para(m);
     }
 }
 
@@ -373,6 +424,8 @@ void fmt_split_markdown(struct fmt_runs *k)
         if (more)
             fmt_line(k, n, &e2, &n2);
         bool blank = fmt_blank(k, a, e);
+        if (blank || m.in_front || m.in_fence || m.html != HTML_NONE)
+            flush_para(&m);
         if (first && e - a == 3 && !memcmp(k->t + a, "---", 3)) {
             m.in_front = true;
         } else if (m.in_front) {
@@ -398,4 +451,5 @@ void fmt_split_markdown(struct fmt_runs *k)
         first = false;
         a = n;
     }
+    flush_para(&m);
 }

@@ -121,8 +121,8 @@ static void test_markdown(void)
                "# " OPEN "Getting started" CLOSE " #\n"
                "\n"
                OPEN "Run" CLOSE " `make test` " OPEN "to check, see" CLOSE " [" OPEN "the guide"
-               CLOSE "](https://x.org/a_(b) \"T\") " OPEN "or" CLOSE " https://example.com/docs.\n"
-               OPEN "An" CLOSE " ![" OPEN "logo image" CLOSE "](img/logo.png) " OPEN "and a"
+               CLOSE "](https://x.org/a_(b) \"T\") " OPEN "or" CLOSE " https://example.com/docs" OPEN ".\n"
+               "An" CLOSE " ![" OPEN "logo image" CLOSE "](img/logo.png) " OPEN "and a"
                CLOSE " [" OPEN "ref link" CLOSE "][ref]" OPEN ", footnote" CLOSE "[^1].\n"
                "\n"
                "- " OPEN "first item" CLOSE "\n"
@@ -154,6 +154,15 @@ static void test_markdown(void)
                OPEN "Setext heading" CLOSE "\n"
                "==============\n"
                OPEN "Last line without a newline, see" CLOSE " <https://auto.link>");
+    /* soft-wrapped lines make one run (a list item's too); quoted lines and hard breaks
+     * do not join */
+    round_trip(HY_FORMAT_MARKDOWN,
+               "A paragraph that\nwraps over\n  three lines.\n- item that\n  continues\n"
+               "> quote one\n> quote two\nhard break  \nnext line\\\nlast\n",
+               OPEN "A paragraph that\nwraps over\n  three lines." CLOSE "\n- " OPEN
+               "item that\n  continues" CLOSE "\n> " OPEN "quote one" CLOSE "\n> " OPEN
+               "quote two" CLOSE "\n" OPEN "hard break" CLOSE "  \n" OPEN "next line\\" CLOSE
+               "\n" OPEN "last" CLOSE "\n");
     /* CRLF lines and a fence inside a list item */
     round_trip(HY_FORMAT_MARKDOWN,
                "1. Step one:\r\n\r\n   ```sh\r\n   echo hi\r\n   ```\r\n2. Step two\r\n",

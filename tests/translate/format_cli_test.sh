@@ -62,6 +62,15 @@ differs md "$TMP/doc.md" 1
 grep -q '`make test`' "$TMP/md.out" || fail "md: inline code lost"
 checks=$((checks + 1))
 
+# a soft-wrapped paragraph is one text: its translation comes back on one line
+printf 'A paragraph that is\nwrapped over two lines.\n\n```\nkeep\n```\n' >"$TMP/wrap.md"
+checks=$((checks + 1))
+"$HYMT" translate -m "$T" --to de --seed 3 --max-new-tokens 12 "$TMP/wrap.md" >"$TMP/wrap.out" 2>"$TMP/err" || fail "wrap: exit $?"
+grep -q "wrap.md: 1 segments" "$TMP/err" || fail "wrap: not one segment: $(cat "$TMP/err")"
+checks=$((checks + 1))
+[ "$(wc -l <"$TMP/wrap.out")" = 5 ] && [ "$(tail -n 3 "$TMP/wrap.out")" = "$(printf '```\nkeep\n```')" ] ||
+    fail "wrap: $(cat "$TMP/wrap.out")"
+
 printf '1\n00:00:01,000 --> 00:00:04,000\nHello there.\nHow are you today?\n\n2\n00:00:05,000 --> 00:00:06,500\n<i>Fine,</i> thanks!\n' >"$TMP/subs.srt"
 run srt "$TMP/subs.srt"
 same srt "$TMP/subs.srt" "1 2 5 6 7"
