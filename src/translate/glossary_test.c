@@ -4,6 +4,7 @@
 
 #include "test.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static struct hy_glossary *load(const char *text, enum hy_glossary_format fmt)
@@ -152,11 +153,41 @@ static void test_many(void)
     hy_glossary_destroy(g);
 }
 
+/* Random CSV/TSV bytes: a parse either succeeds or fails leaving the glossary as it was;
+ * matching any text afterwards finds only terms that are there. */
+static void test_random(void)
+{
+    static const char alpha[] = ",\"\t\n\r ab\xC3\xA9\xff";
+    uint64_t seed = 7;
+    int bad = 0;
+    char text[200];
+    for (int r = 0; r < 3000; r++) {
+        struct hy_glossary *g = NULL;
+        hy_glossary_create(&g, NULL);
+        hy_glossary_add(g, "keep", 4, "me", 2, NULL);
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t len = (size_t)(seed >> 33) % sizeof text;
+        for (size_t i = 0; i < len; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            text[i] = alpha[(seed >> 33) % (sizeof alpha - 1)];
+        }
+        hy_status st = hy_glossary_parse(g, text, len, (enum hy_glossary_format)(r % 3), NULL);
+        bad += st != HY_OK && hy_glossary_size(g) != 1;
+        struct hy_glossary_term t[4];
+        size_t n = 0;
+        bad += hy_glossary_match(g, text, len < 100 ? len : 100, t, 4, &n, NULL) == HY_E_NOMEM;
+        bad += hy_glossary_match(g, "keep", 4, t, 4, &n, NULL) != HY_OK || n != 1;
+        hy_glossary_destroy(g);
+    }
+    CHECKF(bad == 0, "%d random glossaries broke an invariant", bad);
+}
+
 int main(void)
 {
     test_match();
     test_tsv_and_langs();
     test_errors();
     test_many();
+    test_random();
     return test_result();
 }
