@@ -79,6 +79,9 @@ checks=$((checks + 4))
 [ ! -e "$RR/snapshots/$COMMIT/golden.json" ] || fail "--exclude: golden.json pulled"
 [ ! -e "$RR/snapshots/$COMMIT/model.safetensors" ] || fail "--include: model.safetensors pulled"
 has "$TMP/hub.log" "HEAD /test/tiny/resolve/$COMMIT/config.json" "relative redirect followed"
+run 0 "pull @commit" "$HYMT" pull "test/renamed@$COMMIT" --include config.json
+checks=$((checks + 1))
+[ ! -e "$RR/refs/$COMMIT" ] || fail "a commit revision wrote refs/<commit>"
 run 0 "pull a folder pattern" "$HYMT" pull test/renamed --include sub/
 checks=$((checks + 1))
 [ -e "$RR/snapshots/$COMMIT/sub/notes.txt" ] || fail "'sub/' pattern"
