@@ -221,8 +221,9 @@ hy_status hy_hub_snapshot(const struct hy_hub_id *id, char *buf, size_t cap,
             missing = p;
     }
     if (missing)
-        return fail(err, HY_E_NOTFOUND, "%s is not in the Hugging Face cache %s (from %s): "
-                    "no %s; run `hymt pull %s`", idt, cache, src, missing, idt);
+        return fail(err, HY_E_NOTFOUND, "%s is neither a file or folder here nor in the Hugging "
+                    "Face cache %s (from %s): no %s; run `hymt pull %s`", idt, cache, src,
+                    missing, idt);
     int n = snprintf(buf, cap, "%s", p);
     if (n < 0 || (size_t)n >= cap)
         return fail(err, HY_E_INVAL, "snapshot path too long: %s", p);

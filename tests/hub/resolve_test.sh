@@ -84,7 +84,7 @@ run 0 "XDG_CACHE_HOME/huggingface/hub" env -u HF_HOME HOME=/nonexistent XDG_CACH
 run 1 "absent repo" "$HYMT" translate -m tencent/Hunyuan-MT-7B --to de
 checks=$((checks + 1))
 [ "$(wc -l <"$TMP/err")" = 1 ] || fail "absent repo: not one line"
-has "$TMP/err" "tencent/Hunyuan-MT-7B is not in the Hugging Face cache $H (from HF_HOME)" "absent: cache named"
+has "$TMP/err" "tencent/Hunyuan-MT-7B is neither a file or folder here nor in the Hugging Face cache $H (from HF_HOME)" "absent: cache named"
 has "$TMP/err" "no $H/models--tencent--Hunyuan-MT-7B;" "absent: repo folder named"
 checks=$((checks + 1))
 tail -c 40 "$TMP/err" | grep -qF 'run `hymt pull tencent/Hunyuan-MT-7B`' || fail "absent: does not end with the pull hint"
