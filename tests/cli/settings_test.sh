@@ -95,6 +95,7 @@ run 2 "missing key file" "$HYMT" serve --api-key-file "$TMP/none" --print-config
 run 2 "settings are serve's: not generate's" "$HYMT" generate --print-config
 
 # the key read from the environment's file is in force
+: >"$TMP/serve.log"
 HYMT_API_KEY_FILE="$TMP/key" HYMT_MODEL="$DATA/tiny-mqa" HYMT_PORT=0 "$HYMT" serve 2>"$TMP/serve.log" &
 PID=$!
 i=0

@@ -128,6 +128,7 @@ run 1 "empty snapshot" "$HYMT" info org/gguf
 has "$TMP/err" "neither config.json nor a .gguf file" "empty snapshot: error"
 
 # served: the model is named after the repo id
+: >"$TMP/serve.log"
 "$HYMT" serve -m org/tiny --port 0 2>"$TMP/serve.log" &
 PID=$!
 pids="$pids $PID"
