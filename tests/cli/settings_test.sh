@@ -4,7 +4,7 @@
 # default, as --print-config reports them (and where each came from, secrets masked);
 # --api-key-file / HYMT_API_KEY_FILE / "api-key-file =" reading the key from a file; bad
 # values from each source refused with a line naming the source; and the key really in
-# force on a running server.
+# force on a running server, whose log (HYMT_LOG_FORMAT=json) is JSON lines.
 HYMT=$1
 DATA=$2
 TMP=$(mktemp -d /tmp/hymt-settings-XXXXXX)
@@ -96,7 +96,8 @@ run 2 "settings are serve's: not generate's" "$HYMT" generate --print-config
 
 # the key read from the environment's file is in force
 : >"$TMP/serve.log"
-HYMT_API_KEY_FILE="$TMP/key" HYMT_MODEL="$DATA/tiny-mqa" HYMT_PORT=0 "$HYMT" serve 2>"$TMP/serve.log" &
+HYMT_API_KEY_FILE="$TMP/key" HYMT_MODEL="$DATA/tiny-mqa" HYMT_PORT=0 HYMT_LOG_FORMAT=json \
+    "$HYMT" serve 2>"$TMP/serve.log" &
 PID=$!
 i=0
 while ! grep -q "serve: ready" "$TMP/serve.log"; do
@@ -104,12 +105,29 @@ while ! grep -q "serve: ready" "$TMP/serve.log"; do
     if [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null; then fail "serve did not start"; cat "$TMP/serve.log"; break; fi
     sleep 0.05
 done
-PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/$|\1|p' "$TMP/serve.log")
+PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/".*|\1|p' "$TMP/serve.log")
 checks=$((checks + 2))
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/models")
 [ "$code" = 401 ] || fail "no key: HTTP $code, expected 401"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer key-from-file' "http://127.0.0.1:$PORT/v1/models")
 [ "$code" = 200 ] || fail "key from the file: HTTP $code, expected 200"
+
+# the server's log in JSON lines (HYMT_LOG_FORMAT=json): every line an object with an ISO
+# 8601 time, the request lines among them (a refused one too)
+curl -s -o /dev/null "http://127.0.0.1:$PORT/no%01such" || true
+kill $PID; wait $PID 2>/dev/null; PID=""
+checks=$((checks + 1))
+python3 -c '
+import json, re, sys
+lines = open(sys.argv[1], "rb").read().decode("utf-8").splitlines()
+reqs = 0
+for l in lines:
+    j = json.loads(l)
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$", j["ts"]), l
+    reqs += j["msg"].startswith("http: GET /v1/models")
+assert reqs >= 2, "request lines: %d" % reqs
+assert any(" 400 " in json.loads(l)["msg"] for l in lines), "no line for the refused request"
+' "$TMP/serve.log" || { fails=$((fails + 1)); echo "FAIL: serve log is not JSON lines:"; cat "$TMP/serve.log"; }
 
 echo "$checks checks, $fails failed"
 [ $fails = 0 ]
