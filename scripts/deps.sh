@@ -61,6 +61,7 @@ if [ $tests = 1 ]; then
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
         missing="$missing libclang-rt-14-dev" # libFuzzer's runtime
     need_cmd systemd-analyze systemd     # the service unit checked by systemd-analyze verify
+    need_cmd man man-db                  # ... which runs man for its Documentation=man:hymt(1)
 fi
 
 if [ -z "$missing" ]; then

@@ -46,7 +46,7 @@ async function main() {
   assert.equal(finish, 'length');
   assert.equal(usage.completion_tokens, 6);
 
-  const helper = client.beta.chat.completions.stream({ model, messages, max_tokens: 4 });
+  const helper = client.chat.completions.stream({ model, messages, max_tokens: 4 });
   const done = await helper.finalChatCompletion();
   assert.equal(done.choices[0].message.role, 'assistant');
 

@@ -8,13 +8,13 @@ HYMT=$1
 MODEL=$2
 SRC=$3
 NPM_DIR=$4
-OPENAI_PKG=openai@4.95.0
+OPENAI_PKG=openai@6.49.0
 export NO_PROXY='*' no_proxy='*'
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     echo "openai_test: FAIL: node/npm not installed (scripts/deps.sh installs them)"
     exit 1
 fi
-if [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
+if ! grep -q "\"version\": \"${OPENAI_PKG#openai@}\"" "$NPM_DIR/node_modules/openai/package.json" 2>/dev/null; then
     mkdir -p "$NPM_DIR"
     (cd "$NPM_DIR" && npm install --silent --no-audit --no-fund "$OPENAI_PKG") || {
         echo "openai_test: npm install $OPENAI_PKG failed"; exit 1; }

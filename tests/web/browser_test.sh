@@ -11,7 +11,7 @@
 # embedded in the binary. Screenshots, the served log and downloads go to
 # BUILD_DIR/web-test/<mode>/.
 set -eu
-PLAYWRIGHT_VERSION=1.65.1
+PLAYWRIGHT_VERSION=1.61.1
 
 if [ $# -lt 3 ]; then
     echo "usage: $0 SRC_DIR BUILD_DIR stub|hymt [HYMT_BIN MODEL_DIR]" >&2
