@@ -227,3 +227,4 @@ endforeach()
 add_test(NAME deploy_install_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/deploy/install_test.sh
   ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
 set_tests_properties(deploy_install_test PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
+target_sources(addr_count_test PRIVATE ${CMAKE_SOURCE_DIR}/src/server/addr_count.c)

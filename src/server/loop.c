@@ -8,6 +8,7 @@
  * the write side is shut and what the client still sends is read and dropped for a
  * moment, so the answer is not lost to a reset). Every refusal is a JSON error. */
 #include "server/http.h"
+#include "server/addr_count.h"
 #include "server/http_parse.h"
 
 #include "core/clock.h"
@@ -63,10 +64,6 @@ struct conn {
     const struct conn_io *io;
 };
 
-struct addr_ent {
-    unsigned char key[16];
-    int count; /* 0: empty */
-};
 
 struct hy_loop {
     struct hy_server *srv;
@@ -79,8 +76,7 @@ struct hy_loop {
     int n_conns, n_used;
     int *free_list, n_free;
     char *bufs;
-    struct addr_ent *addrs;
-    size_t addr_cap; /* power of two, at least twice the connections */
+    struct hy_addr_count addrs;
     int per_addr;
     char *path; /* [HY_HTTP_MAX_TARGET + 1]: the decoded target, loop thread only */
     /* commands from other threads */
@@ -102,57 +98,6 @@ static ssize_t plain_write(struct conn *c, const void *p, size_t n)
 }
 
 static const struct conn_io plain_io = {plain_read, plain_write};
-
-/* ---- per-address counts: open addressing, linear probing, backward-shift deletion ---- */
-
-static size_t addr_hash(const unsigned char *k)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < 16; i++)
-        h = (h ^ k[i]) * 1099511628211ull;
-    return (size_t)h;
-}
-
-static int addr_find(struct hy_loop *l, const unsigned char *k, bool add)
-{
-    size_t m = l->addr_cap - 1;
-    for (size_t i = addr_hash(k) & m;; i = (i + 1) & m) {
-        struct addr_ent *a = &l->addrs[i];
-        if (a->count && !memcmp(a->key, k, 16))
-            return (int)i;
-        if (!a->count) {
-            if (!add)
-                return -1;
-            memcpy(a->key, k, 16);
-            return (int)i;
-        }
-    }
-}
-
-static void addr_release(struct hy_loop *l, int slot)
-{
-    size_t m = l->addr_cap - 1, i = (size_t)slot;
-    if (--l->addrs[i].count > 0)
-        return;
-    for (size_t j = (i + 1) & m; l->addrs[j].count; j = (j + 1) & m) {
-        size_t home = addr_hash(l->addrs[j].key) & m;
-        /* move j back into the hole at i unless its home lies cyclically in (i, j] */
-        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-            l->addrs[i] = l->addrs[j];
-            l->addrs[j].count = 0;
-            i = j;
-        }
-    }
-}
-
-static void addr_key(const struct sockaddr_storage *sa, unsigned char *k)
-{
-    memset(k, 0, 16);
-    if (sa->ss_family == AF_INET6)
-        memcpy(k, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    else if (sa->ss_family == AF_INET)
-        memcpy(k + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-}
 
 /* ---- connections ---- */
 
@@ -188,7 +133,7 @@ static void close_conn(struct hy_loop *l, struct conn *c, bool gone)
     detach(l, c, gone);
     epoll_ctl(l->ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    addr_release(l, c->addr);
+    hy_addr_count_remove(&l->addrs, c->addr);
     hy_http_buf_free(&c->out);
     c->st = C_FREE;
     c->fd = -1;
@@ -504,10 +449,8 @@ static void accept_all(struct hy_loop *l, double now)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct conn *c = &l->conns[l->free_list[--l->n_free]];
         l->n_used++;
-        unsigned char key[16];
-        addr_key(&sa, key);
-        c->addr = addr_find(l, key, true);
-        l->addrs[c->addr].count++;
+        int from_addr = 0;
+        c->addr = hy_addr_count_add(&l->addrs, &sa, &from_addr);
         c->fd = fd;
         c->in_n = 0;
         c->out_pos = 0;
@@ -522,7 +465,7 @@ static void accept_all(struct hy_loop *l, double now)
             close_conn(l, c, false);
             continue;
         }
-        if (l->addrs[c->addr].count > l->per_addr)
+        if (from_addr > l->per_addr)
             refuse(l, c, 429, "too_many_connections",
                    "too many open connections from this address; retry later", now);
     }
@@ -768,14 +711,13 @@ hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
     int n = s->cfg.max_connections;
     l->n_conns = n;
     l->per_addr = s->cfg.max_per_client;
-    for (l->addr_cap = 16; l->addr_cap < 2 * (size_t)n; l->addr_cap *= 2)
-        ;
     l->conns = calloc((size_t)n, sizeof *l->conns);
     l->free_list = malloc((size_t)n * sizeof *l->free_list);
     l->bufs = malloc((size_t)n * LOOP_BUF);
-    l->addrs = calloc(l->addr_cap, sizeof *l->addrs);
     l->path = malloc(HY_HTTP_MAX_TARGET + 1);
-    if (!l->conns || !l->free_list || !l->bufs || !l->addrs || !l->path)
+    if (hy_addr_count_init(&l->addrs, n, err))
+        return HY_E_NOMEM;
+    if (!l->conns || !l->free_list || !l->bufs || !l->path)
         return hy_err_set(err, HY_E_NOMEM, "out of memory for %d connections", n);
     for (int i = n - 1; i >= 0; i--) {
         l->conns[i].fd = -1;
@@ -826,7 +768,7 @@ void hy_loop_destroy(struct hy_server *s)
     free(l->conns);
     free(l->free_list);
     free(l->bufs);
-    free(l->addrs);
+    hy_addr_count_free(&l->addrs);
     free(l->path);
     free(l);
     s->loop = NULL;
