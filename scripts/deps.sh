@@ -4,8 +4,8 @@
 #   --test     also what the tests need (`make test`, `make test-asan`): the browser test's
 #              chromium, promtool for the metrics check, node/npm for the client and
 #              tokenizer tests, curl and python3 for the shell tests, clang and its
-#              libFuzzer runtime for the fuzzers, systemd for
-#              systemd-analyze (the service unit's test)
+#              libFuzzer runtime for the fuzzers, gnuplot for the soak test's plot,
+#              systemd for systemd-analyze (the service unit's test)
 #   --check    only report (exit 1 when something is missing)
 # Uses sudo when not root. The build never pulls in what only the tests need.
 set -eu
@@ -57,6 +57,7 @@ if [ $tests = 1 ]; then
     need_cmd curl curl         # the server tests talk HTTP with curl
     need_file /usr/bin/chromium chromium # the browser test (ctest label web)
     need_cmd promtool prometheus         # /metrics checked by promtool
+    need_cmd gnuplot gnuplot-nox         # the soak test's plot
     need_cmd clang clang                 # the libFuzzer targets (tests/fuzz/run.sh)
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
         missing="$missing libclang-rt-14-dev" # libFuzzer's runtime
