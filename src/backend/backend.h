@@ -67,15 +67,17 @@ struct hy_backend_i {
     void (*rope)(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads, int hd,
                  const float *inv_freq);
     /* Causal GQA attention for a batch of sequences over the paged KV pool.
-     * k_pool, v_pool: [n_blocks*bs, n_kv*hd]; position p of a sequence lives in pool row
+     * k_pool, v_pool: [n_blocks*bs, n_kv*hd] elements of the backend's KV dtype (kv_dtype);
+     * position p of a sequence lives in pool row
      * blocks[p/bs]*bs + p%bs, and positions 0..pos0+n_tokens-1 must have been stored.
      * q, out: [rows, n_head*hd]; query head h uses KV head h/(n_head/n_kv).
      * Scores are q·k·scale, softmax in float32. */
-    void (*attention)(struct hy_backend *be, float *out, const float *q, const float *k_pool,
-                      const float *v_pool, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+    void (*attention)(struct hy_backend *be, float *out, const float *q, const void *k_pool,
+                      const void *v_pool, int bs, const struct hy_attn_seq *seqs, int n_seqs,
                       int n_head, int n_kv, int hd, float scale);
-    /* pool[slots[t], :] = rows[t, :] for t < T; rows is [T, cols]; slots is host memory. */
-    void (*kv_store)(struct hy_backend *be, float *pool, const float *rows, const int32_t *slots,
+    /* pool[slots[t], :] = rows[t, :] for t < T, converted to the KV dtype (kv_dtype); rows
+     * is [T, cols] float32; slots is host memory. */
+    void (*kv_store)(struct hy_backend *be, void *pool, const float *rows, const int32_t *slots,
                      int T, int64_t cols);
     /* dst[i, :] = src[idx[i], :] for i < n (cols floats per row); idx is host memory. */
     void (*copy_rows)(struct hy_backend *be, float *dst, const float *src, const int32_t *idx,
@@ -109,8 +111,8 @@ struct hy_backend_i {
     void (*rope_norm_store)(struct hy_backend *be, float *q, const float *k, const float *v,
                             const int32_t *pos, const int32_t *slots, int T, int n_head, int n_kv,
                             int hd, const float *inv_freq, const struct hy_weight *qn,
-                            const struct hy_weight *kn, float eps, float *k_pool,
-                            float *v_pool);
+                            const struct hy_weight *kn, float eps, void *k_pool,
+                            void *v_pool);
     /* (optional) x[r,:] += y[r,:], then out[r,:] = rmsnorm(x[r,:]) * w (as rmsnorm) for
      * r < rows: a residual add fused with the next norm. out may equal y. */
     void (*add_rmsnorm)(struct hy_backend *be, float *out, float *x, const float *y,
@@ -137,6 +139,11 @@ struct hy_backend_i {
     void (*step_forget)(struct hy_backend *be, const void *owner);
     /* (optional) Device memory in bytes: used and total, for /metrics. NULL on the CPU. */
     void (*mem_info)(struct hy_backend *be, uint64_t *used, uint64_t *total);
+    /* (optional) The element type of the KV pool that kv_store, rope_norm_store and
+     * attention take, fixed at creation: HY_DTYPE_F32 or HY_DTYPE_BF16 (rows rounded to
+     * nearest even when stored, widened exactly when read; the arithmetic stays float32).
+     * NULL: HY_DTYPE_F32. hy_kvstore sizes its pool by it. */
+    enum hy_dtype (*kv_dtype)(const struct hy_backend *be);
     /* (optional) Batch-invariant numerics, set at start-up (before the first recorded
      * step): on, every op computes a row's result by the same arithmetic whatever else the
      * call holds (how many rows, which sequences, prefill or decode), so a sequence's logits

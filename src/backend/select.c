@@ -9,6 +9,15 @@
 #include <stdio.h>
 #include <string.h>
 
+int hy_kv_type_parse(const char *name)
+{
+    static const char *const names[] = {"auto", "f32", "bf16"}; /* enum hy_kv_type order */
+    for (int i = 0; name && i < 3; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
 bool hy_backend_name_valid(const char *device)
 {
     return device && (!strcmp(device, "auto") || !strcmp(device, "cpu") || !strcmp(device, "cuda"));
@@ -22,6 +31,9 @@ static hy_status cpu_only_opts(const struct hy_backend_open_opts *o, const char 
     if (o && o->fp8_gemm)
         return hy_err_set(err, HY_E_UNSUPPORTED, "--fp8-gemm needs the CUDA backend (--device "
                           "cuda); the cpu backend does not offer it%s", why);
+    if (o && o->kv_type == HY_KV_BF16)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "--kv-type bf16 needs the CUDA backend "
+                          "(--device cuda); the cpu backend keeps K/V in f32%s", why);
     return HY_OK;
 }
 
@@ -40,6 +52,7 @@ hy_status hy_backend_open_opts(struct hy_backend **out, const char *device, int 
             return hy_err_set(err, HY_E_UNSUPPORTED, "device cuda: no CUDA GPU is available");
         struct hy_cuda_opts co = {0};
         co.fp8_act = o && o->fp8_gemm ? 1 : 0;
+        co.kv_f32 = o && o->kv_type == HY_KV_F32 ? 1 : 0;
         return hy_cuda_backend_create_opts(out, 0, &co, err);
     }
     const char *why = is_auto ? " (device auto: no CUDA GPU is available)" : "";

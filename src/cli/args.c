@@ -559,7 +559,8 @@ int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const 
 }
 
 hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, bool fp8_gemm, struct hy_backend **be,
+                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                         struct hy_backend **be,
                          struct hy_model **m, struct hy_err *err)
 {
     *m = NULL;
@@ -567,7 +568,12 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
     int qd = cli_quant_dtype(quant);
     if (qd < 0)
         return hy_err_set(err, HY_E_INVAL, "unknown --quant '%s'", quant);
-    const struct hy_backend_open_opts bo = {.fp8_gemm = fp8_gemm};
+    int kt = kv_type ? hy_kv_type_parse(kv_type) : HY_KV_AUTO;
+    if (kt < 0)
+        return hy_err_set(err, HY_E_INVAL, "--kv-type must be auto, f32 or bf16, not '%s'",
+                          kv_type);
+    const struct hy_backend_open_opts bo = {.fp8_gemm = fp8_gemm,
+                                            .kv_type = (enum hy_kv_type)kt};
     hy_status st = hy_backend_open_opts(be, device ? device : default_device, threads, &bo, err);
     if (st)
         return st;

@@ -89,10 +89,12 @@ struct hy_model;
 /* Opens the backend named by device (NULL: default_device) and loads the model from dir,
  * quantizing its projections and head when quant is set (cli_quant_dtype). fp8_gemm
  * (--fp8-gemm) puts fp8 weights on the fp8 tensor-core GEMM (hy_backend_open_opts): a CUDA
- * backend only, HY_E_UNSUPPORTED on the CPU. On failure both out pointers are NULL,
+ * backend only, HY_E_UNSUPPORTED on the CPU. kv_type (--kv-type auto|f32|bf16, NULL: auto)
+ * is the KV pool's element type; bf16 is CUDA only. On failure both out pointers are NULL,
  * everything is freed and err says why. */
 hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, bool fp8_gemm, struct hy_backend **be,
+                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                         struct hy_backend **be,
                          struct hy_model **m, struct hy_err *err);
 
 /* What -m MODEL names (hub/cache.h hy_hub_resolve_model): path is what the loaders take (the
@@ -110,7 +112,7 @@ int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_mod
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);
 
-/* Usage lines of --quant and --fp8-gemm (cli_load_model's flags) for --help texts in the
+/* Usage lines of --quant, --fp8-gemm and --kv-type (cli_load_model's flags) for --help texts in the
  * 29-column layout of serve and translate. */
 #define HY_CLI_QUANT_USAGE                                                                   \
     "  --quant q8|q4              quantize the projections and the head at load: q8 int8 (Q8_0),\n" \
@@ -118,6 +120,8 @@ int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int ca
     "                             fp8 (each stays in its type on a GPU)\n"                      \
     "  --fp8-gemm                 fp8 weights: multiply batches of more than 8 rows on the\n"   \
     "                             fp8 tensor cores (activations rounded to fp8: faster, less\n" \
-    "                             exact; GPU sm_89+)\n"
+    "                             exact; GPU sm_89+)\n"                                       \
+    "  --kv-type auto|f32|bf16    KV cache elements (auto: bf16 on a GPU, f32 on the CPU;\n"    \
+    "                             bf16 halves the cache's bytes a token; GPU only)\n"
 
 #endif

@@ -41,11 +41,13 @@ static const struct cli_cmd cmd = {
     "  --fp8-gemm               fp8 weights: multiply batches of more than 8 rows on the fp8\n"
     "                           tensor cores (activations rounded to fp8: faster, less exact;\n"
     "                           GPU sm_89+)\n"
+    "  --kv-type auto|f32|bf16  KV cache elements (auto: bf16 on a GPU, f32 on the CPU;\n"
+    "                           bf16 is GPU only)\n"
     "  -h, --help               this text\n",
 };
 
 struct bench_opts {
-    const char *model, *batches, *device, *kv, *translate, *to, *quant;
+    const char *model, *batches, *device, *kv, *translate, *to, *quant, *kv_type;
     int64_t prompt_len, gen_len, mbt, threads;
     bool batch_inv, fp8_gemm;
 };
@@ -225,6 +227,7 @@ int cmd_bench(int argc, char **argv)
         {"quant", CLI_STR, &o.quant, 0, 0, false},
         {"batch-invariant", CLI_FLAG, &o.batch_inv, 0, 0, false},
         {"fp8-gemm", CLI_FLAG, &o.fp8_gemm, 0, 0, false},
+        {"kv-type", CLI_STR, &o.kv_type, 0, 0, false},
     };
     const char *pos[1];
     int n_pos, batches[BENCH_MAX_BATCHES];
@@ -250,7 +253,7 @@ int cmd_bench(int argc, char **argv)
     struct hy_model *m = NULL;
     double t0 = hy_clock_now();
     hy_status st = cli_load_model(o.model, o.device, "auto", (int)o.threads, o.quant, o.fp8_gemm,
-                                  &be, &m, &err);
+                                  o.kv_type, &be, &m, &err);
     if (st) {
         fprintf(stderr, "hymt bench: %s\n", err.msg);
         if (be)

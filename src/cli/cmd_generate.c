@@ -46,11 +46,13 @@ static const struct cli_cmd cmd = {
     "  --fp8-gemm            fp8 weights: multiply batches of more than 8 rows on the fp8\n"
     "                        tensor cores (activations rounded to fp8: faster, less exact;\n"
     "                        GPU sm_89+)\n"
+    "  --kv-type auto|f32|bf16  KV cache elements (auto: bf16 on a GPU, f32 on the CPU;\n"
+    "                        bf16 is GPU only)\n"
     "  -h, --help            this text\n",
 };
 
 struct gen_opts {
-    const char *model, *ids, *prompt, *dump, *device, *quant;
+    const char *model, *ids, *prompt, *dump, *device, *quant, *kv_type;
     int64_t n, seed, threads;
     double temp;
     bool ignore_eos, text, fp8_gemm;
@@ -157,7 +159,7 @@ static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
     double t_load = hy_clock_now();
     char desc[320];
     hy_status s = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
-                                 o->fp8_gemm, &be, &m, &err);
+                                 o->fp8_gemm, o->kv_type, &be, &m, &err);
     if (!s)
         s = hy_ctx_create(&c, m, n_prompt + (int)o->n, n_prompt, &err);
     if (s) {
@@ -246,6 +248,7 @@ int cmd_generate(int argc, char **argv)
         {"device", CLI_STR, &o.device, 0, 0, false},
         {"quant", CLI_STR, &o.quant, 0, 0, false},
         {"fp8-gemm", CLI_FLAG, &o.fp8_gemm, 0, 0, false},
+        {"kv-type", CLI_STR, &o.kv_type, 0, 0, false},
     };
     const char *pos[1];
     int n_pos;

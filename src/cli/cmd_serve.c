@@ -70,7 +70,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct serve_opts {
-    const char *model, *host, *max_body, *api_key, *cors, *name, *device, *quant;
+    const char *model, *host, *max_body, *api_key, *cors, *name, *device, *quant, *kv_type;
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
@@ -87,6 +87,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"device", CLI_STR, &o->device, 0, 0, false},
         {"quant", CLI_STR, &o->quant, 0, 0, false},
         {"fp8-gemm", CLI_FLAG, &o->fp8_gemm, 0, 0, false},
+        {"kv-type", CLI_STR, &o->kv_type, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
         {"timeout", CLI_REAL, &o->timeout, 0, 1e7, false},
         {"drain", CLI_REAL, &o->drain, 0, 1e5, false},
@@ -159,7 +160,7 @@ static hy_status load(const struct serve_opts *o, const struct hy_engine_params 
                       struct hy_engine **e, struct hy_err *err)
 {
     hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
-                                  o->fp8_gemm, be, m, err);
+                                  o->fp8_gemm, o->kv_type, be, m, err);
     if (!st) {
         char desc[320];
         HY_LOGI("serve: model runs on %s", hy_backend_describe(*be, desc, sizeof desc));

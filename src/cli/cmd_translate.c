@@ -69,7 +69,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct tr_opts {
-    const char *model, *to, *from, *out, *device, *quant, *glossary, *format, *tm;
+    const char *model, *to, *from, *out, *device, *quant, *glossary, *format, *tm, *kv_type;
     int64_t threads, top_k, seed, max_seg, max_new, context;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
@@ -238,6 +238,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"device", CLI_STR, &o->device, 0, 0, false},
         {"quant", CLI_STR, &o->quant, 0, 0, false},
         {"fp8-gemm", CLI_FLAG, &o->fp8_gemm, 0, 0, false},
+        {"kv-type", CLI_STR, &o->kv_type, 0, 0, false},
     };
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], files, TR_MAX_FILES,
                       n_files);
@@ -309,7 +310,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     if (cli_engine_params(&cmd, &eng, &ep))
         return 2;
     hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
-                                  o->fp8_gemm, &be, &m, &err);
+                                  o->fp8_gemm, o->kv_type, &be, &m, &err);
     if (!st)
         st = hy_tok_load(&tok, o->model, &err);
     if (!st)

@@ -339,6 +339,30 @@ static hy_status pool_blocks(const struct hy_model *m, const struct hy_engine_pa
     return HY_OK;
 }
 
+static uint64_t dev_used(const struct hy_model *m)
+{
+    uint64_t used = 0, total = 0;
+    if (m->be->i->mem_info)
+        m->be->i->mem_info(m->be, &used, &total);
+    return used;
+}
+
+/* One line at start-up: where the device memory went. scratch_b: the step scratch;
+ * after_kv: used once the pool was made (what came later: recorded steps, warm-up). */
+static void log_device_budget(const struct hy_engine *e, uint64_t scratch_b, uint64_t after_kv)
+{
+    uint64_t used = 0, total = 0;
+    e->m->be->i->mem_info(e->m->be, &used, &total);
+    const double G = 1 << 30, w = (double)e->m->weight_device_bytes;
+    const double kv = (double)hy_kvstore_bytes(e->kv), graphs = (double)(used - after_kv);
+    HY_LOGI("device memory: weights %.2f GiB, KV pool %.2f GiB (%d blocks of %d tokens, %s), "
+            "scratch %.2f GiB, graphs %.2f GiB, CUDA context and other %.2f GiB = %.2f GiB used "
+            "of %.2f GiB", w / G, kv / G, e->kv->n_blocks, e->kv->block_size,
+            hy_dtype_name(e->kv->dtype), (double)scratch_b / G, graphs / G,
+            ((double)used - w - kv - (double)scratch_b - graphs) / G, (double)used / G,
+            (double)total / G);
+}
+
 /* A recorded step stages every sequence's block table at a fixed stride (the longest
  * sequence's): past this many entries in all, steps are not recorded (the CUDA backend's
  * staging ring holds 1 Mi entries, HY_CUDA_STAGE_INTS). */
@@ -401,8 +425,7 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
     if (clamped.max_seq_tokens > cf->max_position_embeddings)
         clamped.max_seq_tokens = (int)cf->max_position_embeddings;
     p = &clamped;
-    int64_t block_bytes = cf->num_hidden_layers * 2 * (int64_t)p->block_size *
-                          cf->num_key_value_heads * cf->head_dim * (int64_t)sizeof(float);
+    int64_t block_bytes = hy_kvstore_block_bytes(m, p->block_size);
     hy_status st = check_params(p, block_bytes, err);
     if (st)
         return st;
@@ -414,9 +437,11 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->wake, NULL);
     /* the scratch first: a pool sized from free device memory comes after it */
+    const uint64_t used0 = dev_used(m);
     st = hy_scratch_create(&e->scr, m, p->max_batch_tokens, p->max_running, p->max_running,
                            err); /* logits: one row a sequence */
     int64_t n_blocks = 0;
+    const uint64_t scratch_b = dev_used(m) - used0;
     if (!st)
         st = pool_blocks(m, p, block_bytes, &n_blocks, err);
     struct hy_sched_params sp = {p->max_queue, p->max_running, p->max_batch_tokens,
@@ -425,6 +450,7 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
         st = hy_sched_create(&e->sched, &sp, err);
     if (!st)
         st = hy_kvstore_create(&e->kv, m, (int)n_blocks, p->block_size, err);
+    const uint64_t after_kv = dev_used(m);
     if (!st && e->scr->topk_k > 0) {
         e->cand = malloc((size_t)p->max_running * (size_t)e->scr->topk_k * sizeof *e->cand);
         if (!e->cand)
@@ -443,6 +469,8 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
         warm_up_prefill(e);
         record_steps(e);
     }
+    if (!st && m->be->i->mem_info) /* before the engine thread owns the backend */
+        log_device_budget(e, scratch_b, after_kv);
     if (!st && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         st = hy_err_set(err, HY_E_NOMEM, "cannot start the engine thread");
     if (st) {

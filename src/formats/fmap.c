@@ -45,6 +45,12 @@ hy_status hy_fmap_open(struct hy_fmap *m, const char *path, struct hy_err *err)
     return HY_OK;
 }
 
+void hy_fmap_release(const struct hy_fmap *m)
+{
+    if (m->data) /* private read-only file pages: dropped, refilled from the file if read */
+        (void)madvise((void *)m->data, m->size, MADV_DONTNEED);
+}
+
 void hy_fmap_close(struct hy_fmap *m)
 {
     if (m->data)

@@ -16,6 +16,10 @@ struct hy_fmap {
 };
 
 hy_status hy_fmap_open(struct hy_fmap *m, const char *path, struct hy_err *err);
+/* Gives the mapping's resident pages back (madvise MADV_DONTNEED): the map stays valid and
+ * the same bytes, a later read pages the file in again. For a checkpoint whose weights were
+ * copied to a device: the host then holds none of it. */
+void hy_fmap_release(const struct hy_fmap *m);
 void hy_fmap_close(struct hy_fmap *m); /* accepts a zeroed or closed map */
 
 #endif

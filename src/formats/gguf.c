@@ -462,6 +462,12 @@ hy_status hy_gguf_open(struct hy_gguf **out, const char *path, struct hy_err *er
     return HY_OK;
 }
 
+void hy_gguf_release_pages(const struct hy_gguf *g)
+{
+    if (g)
+        hy_fmap_release(&g->map);
+}
+
 void hy_gguf_close(struct hy_gguf *g)
 {
     if (!g)

@@ -91,6 +91,9 @@ hy_status hy_gguf_open(struct hy_gguf **out, const char *path, struct hy_err *er
 hy_status hy_gguf_open_mem(struct hy_gguf **out, const void *data, size_t size, const char *what,
                            struct hy_err *err);
 void hy_gguf_close(struct hy_gguf *g); /* accepts NULL */
+/* hy_fmap_release of the file (nothing for hy_gguf_open_mem): keys, values and tensor
+ * data stay readable, paged in again on use. */
+void hy_gguf_release_pages(const struct hy_gguf *g);
 
 /* True when the file at path starts with the GGUF magic (a cheap check for dispatch). */
 bool hy_gguf_is_gguf(const char *path);

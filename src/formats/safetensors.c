@@ -599,6 +599,12 @@ hy_status hy_st_open(struct hy_st **out, const char *dir, struct hy_err *err)
     return hy_err_set(err, HY_E_IO, "no " SINGLE_NAME " or " INDEX_NAME " in %s", dir);
 }
 
+void hy_st_release_pages(const struct hy_st *st)
+{
+    for (int i = 0; st && i < st->n_files; i++)
+        hy_fmap_release(&st->files[i].map);
+}
+
 void hy_st_close(struct hy_st *st)
 {
     if (!st)

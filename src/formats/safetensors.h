@@ -55,6 +55,8 @@ hy_status hy_st_open(struct hy_st **out, const char *dir, struct hy_err *err);
 /* Opens exactly one .safetensors file. */
 hy_status hy_st_open_file(struct hy_st **out, const char *path, struct hy_err *err);
 void hy_st_close(struct hy_st *st); /* accepts NULL */
+/* hy_fmap_release of every file: the mapped bytes stay readable (paged in again on use). */
+void hy_st_release_pages(const struct hy_st *st);
 
 /* Tensors in order: file by file (shards in file-name order), and by data
  * offset within a file. */

@@ -67,6 +67,7 @@ struct hy_model {
     bool lm_head_equal;              /* ... equal to embed_tokens bit for bit (then unused) */
     bool weights_uploaded;           /* weights copied by be->i->weight_upload (freed here) */
     bool weights_quantized;          /* projections quantized into backend memory (freed here) */
+    int64_t weight_device_bytes;     /* device memory the weights took at load (mem_info), or 0 */
     int64_t n_params;                /* parameters used by the forward pass */
     int64_t n_active_params;         /* ... of which one token uses (= n_params when dense) */
     struct hy_moe_weights *moe;      /* hy_v3: [cfg.n_moe_layers], owned (hy_v3.c); else NULL */
@@ -79,13 +80,15 @@ typedef void (*hy_dump_fn)(void *ctx, const char *name, int layer, const float *
                            int64_t cols);
 
 /* The paged KV cache storage: n_blocks blocks of block_size token rows per layer, for K and
- * for V (K after RoPE and QK-norm). Block bookkeeping (which sequence owns which block)
+ * for V (K after RoPE and QK-norm), in the backend's KV dtype (kv_dtype op: float32, or
+ * bf16 on CUDA, half the bytes a token). Block bookkeeping (which sequence owns which block)
  * lives in the engine; the model only reads and writes rows through block tables. */
 struct hy_kvstore {
     int n_blocks, block_size;
-    int64_t kvd;      /* n_kv * head_dim floats per row */
+    int64_t kvd;      /* n_kv * head_dim elements per row */
+    enum hy_dtype dtype; /* of the elements: HY_DTYPE_F32 or HY_DTYPE_BF16 */
     int n_layers;
-    float **k, **v;   /* [n_layers] backend memory, each [(n_blocks+1)*block_size, kvd] */
+    void **k, **v;    /* [n_layers] backend memory, each [(n_blocks+1)*block_size, kvd] */
     struct hy_backend *be;
     /* Block n_blocks is never handed out: the padding rows of a recorded step write and
      * read it (pad_table is its one-entry block table). */
@@ -177,6 +180,10 @@ void hy_model_destroy(struct hy_model *m); /* accepts NULL */
 hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, int n_blocks,
                            int block_size, struct hy_err *err);
 void hy_kvstore_destroy(struct hy_kvstore *kv); /* accepts NULL */
+/* Bytes one block of block_size tokens takes on m's backend (K and V of every layer), and
+ * the bytes of a whole store (its padding block included). */
+int64_t hy_kvstore_block_bytes(const struct hy_model *m, int block_size);
+int64_t hy_kvstore_bytes(const struct hy_kvstore *kv);
 /* max_logits: the most logit rows one step may want (1..max_tokens): an engine wants one a
  * sequence, a whole-prompt scorer one a token. The logits buffer is max_logits x vocab
  * floats (0.5 MiB a row for the 7B vocabulary). */

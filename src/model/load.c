@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Binds tensor `name` with the expected shape (rows, cols; rows == 0 means a vector). */
 static hy_status bind(struct hy_weight *w, const struct hy_st *st, const char *name,
@@ -421,6 +422,39 @@ static hy_status bind_all(struct hy_model *m, struct hy_err *err)
     return HY_OK;
 }
 
+/* Resident set size from /proc/self/statm, 0 when unreadable (for the log line). */
+static double rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, rss = 0;
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lld %lld", &size, &rss) != 2)
+        rss = 0;
+    fclose(f);
+    return (double)rss * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
+}
+
+/* With every weight in device memory the host needs none of the mapped checkpoint: its
+ * pages go back (hy_fmap_release; the maps stay valid, so the tokenizer of a GGUF file or
+ * a later read still finds its bytes, paged in again). */
+static void release_host_pages(const struct hy_model *m)
+{
+    const double before = rss_mib();
+    hy_st_release_pages(m->st);
+    hy_gguf_release_pages(m->gguf);
+    HY_LOGI("weights on the %s backend: host pages of the checkpoint released (RSS %.0f MiB -> "
+            "%.0f MiB)", m->be->i->name, before, rss_mib());
+}
+
+static uint64_t device_used(struct hy_backend *be)
+{
+    uint64_t used = 0, total = 0;
+    if (be->i->mem_info)
+        be->i->mem_info(be, &used, &total);
+    return used;
+}
+
 hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
                         struct hy_err *err)
 {
@@ -455,10 +489,15 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
         s = hy_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
     if (!s && !gguf && !hyv3)
         s = bind_all(m, err);
+    const uint64_t used0 = device_used(be);
     if (!s)
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
     if (!s && !hyv3)
         s = upload_weights(m, err);
+    if (!s && m->weights_uploaded) {
+        m->weight_device_bytes = (int64_t)(device_used(be) - used0);
+        release_host_pages(m);
+    }
     if (!s) {
         size_t bytes = (size_t)(m->cfg.head_dim / 2) * sizeof(float);
         float host[512];

@@ -20,6 +20,24 @@ static void bfree(struct hy_backend *be, void *p)
         be->i->free(be, p);
 }
 
+static enum hy_dtype kv_dtype_of(const struct hy_backend *be)
+{
+    return be->i->kv_dtype ? be->i->kv_dtype(be) : HY_DTYPE_F32;
+}
+
+int64_t hy_kvstore_block_bytes(const struct hy_model *m, int block_size)
+{
+    const struct hy_config *cf = &m->cfg;
+    return cf->num_hidden_layers * 2 * (int64_t)block_size * cf->num_key_value_heads *
+           cf->head_dim * (int64_t)hy_dtype_size(kv_dtype_of(m->be));
+}
+
+int64_t hy_kvstore_bytes(const struct hy_kvstore *kv)
+{
+    return (int64_t)kv->n_layers * 2 * (kv->n_blocks + 1) * (int64_t)kv->block_size * kv->kvd *
+           (int64_t)hy_dtype_size(kv->dtype);
+}
+
 hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, int n_blocks,
                            int block_size, struct hy_err *err)
 {
@@ -36,6 +54,8 @@ hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, i
     kv->kvd = cf->num_key_value_heads * cf->head_dim;
     kv->n_layers = (int)cf->num_hidden_layers;
     kv->be = m->be;
+    kv->dtype = kv_dtype_of(m->be);
+    HY_ASSERT(kv->dtype == HY_DTYPE_F32 || kv->dtype == HY_DTYPE_BF16);
     kv->k = calloc((size_t)kv->n_layers, sizeof *kv->k);
     kv->v = calloc((size_t)kv->n_layers, sizeof *kv->v);
     bool ok = kv->k && kv->v;
@@ -43,9 +63,11 @@ hy_status hy_kvstore_create(struct hy_kvstore **out, const struct hy_model *m, i
     kv->pad_block = n_blocks;
     kv->pad_table[0] = n_blocks;
     size_t rows = (size_t)(n_blocks + 1) * (size_t)block_size;
+    size_t layer = rows * (size_t)kv->kvd * hy_dtype_size(kv->dtype);
     for (int i = 0; ok && i < kv->n_layers; i++) {
-        kv->k[i] = balloc(m->be, rows * (size_t)kv->kvd, &ok);
-        kv->v[i] = balloc(m->be, rows * (size_t)kv->kvd, &ok);
+        kv->k[i] = m->be->i->alloc(m->be, layer);
+        kv->v[i] = kv->k[i] ? m->be->i->alloc(m->be, layer) : NULL;
+        ok = kv->v[i] != NULL;
     }
     if (!ok) {
         hy_kvstore_destroy(kv);

@@ -86,6 +86,23 @@ expect 0 "generate on shards" -- "$HYMT" -q generate -m "$TMP/s" --ids 497,5,6,7
 expect 0 "generate again, 1 thread" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 --ignore-eos -t 1
 checks=$((checks + 1))
 cmp -s "$TMP/out" "$TMP/greedy1" || { fails=$((fails+1)); echo "FAIL: greedy differs with 1 thread"; }
+# --kv-type: f32 and auto (f32 on the CPU) give the same ids; bf16 is refused on the CPU;
+# a bad value is one line
+expect 0 "generate --kv-type f32" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 \
+    --ignore-eos --device cpu --kv-type f32
+cp "$TMP/out" "$TMP/kv_f32.out"
+expect 0 "generate --kv-type auto" -- "$HYMT" -q generate -m "$M" --ids 497,5,6,7 -n 5 \
+    --ignore-eos --device cpu --kv-type auto
+checks=$((checks + 1))
+cmp -s "$TMP/out" "$TMP/kv_f32.out" || { fails=$((fails + 1)); echo "FAIL: --kv-type auto != f32 on the CPU"; }
+expect 1 "generate --kv-type bf16 on the CPU" -- "$HYMT" generate -m "$M" --ids 497,5 -n 2 \
+    --device cpu --kv-type bf16
+contains "$TMP/err" "kv-type bf16 needs the CUDA backend" "--kv-type bf16 on the CPU is refused"
+one_line "--kv-type bf16 on the CPU"
+expect 1 "generate --kv-type fp4" -- "$HYMT" generate -m "$M" --ids 497,5 -n 2 --device cpu \
+    --kv-type fp4
+contains "$TMP/err" "kv-type must be auto, f32 or bf16, not 'fp4'" "a bad --kv-type is named"
+one_line "bad --kv-type"
 expect 0 "generate sampled" -- "$HYMT" -q generate -m "$M" --ids 497,5 -n 4 --temp 0.8 --seed 9 --ignore-eos
 expect 0 "generate with dump" -- "$HYMT" -q generate -m "$M" --ids 497,5 -n 3 --ignore-eos --dump-logits "$TMP/d.f32"
 checks=$((checks + 1))
@@ -147,6 +164,9 @@ contains "$TMP/err" "batch-invariant needs the CUDA backend" "--batch-invariant 
 expect 1 "translate --fp8-gemm on the CPU" -- "$HYMT" translate -m "$T" --to en \
     --device cpu --fp8-gemm "$TMP/doc.txt"
 contains "$TMP/err" "fp8-gemm needs the CUDA backend" "--fp8-gemm on the CPU is refused"
+expect 1 "translate --kv-type bf16 on the CPU" -- "$HYMT" translate -m "$T" --to en \
+    --device cpu --kv-type bf16 "$TMP/doc.txt"
+contains "$TMP/err" "kv-type bf16 needs the CUDA backend" "translate --kv-type bf16 on the CPU"
 printf 'bad \377 byte\n' >"$TMP/bad.txt"
 expect 1 "translate invalid UTF-8" -- "$HYMT" translate -m "$T" --to en "$TMP/bad.txt"
 contains "$TMP/err" "invalid UTF-8 at byte 4" "names the bad byte"

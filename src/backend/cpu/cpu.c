@@ -104,8 +104,8 @@ static void ref_rope(struct hy_backend *be, float *x, const int32_t *pos, int T,
     hy_ref_rope(x, pos, T, n_heads, hd, inv_freq);
 }
 
-static void ref_attention(struct hy_backend *be, float *out, const float *q, const float *kp,
-                          const float *vp, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+static void ref_attention(struct hy_backend *be, float *out, const float *q, const void *kp,
+                          const void *vp, int bs, const struct hy_attn_seq *seqs, int n_seqs,
                           int n_head, int n_kv, int hd, float scale)
 {
     (void)be;
@@ -113,7 +113,7 @@ static void ref_attention(struct hy_backend *be, float *out, const float *q, con
 }
 
 /* kv_store and copy_rows move a few rows per step: plain copies for both backends. */
-static void cpu_kv_store(struct hy_backend *be, float *pool, const float *rows,
+static void cpu_kv_store(struct hy_backend *be, void *pool, const float *rows,
                          const int32_t *slots, int T, int64_t cols)
 {
     (void)be;
@@ -243,8 +243,8 @@ static void fast_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
     hy_pool_for(ctx_of(be)->pool, T, grain_rows((int64_t)n_heads * hd), rope_slice, &j);
 }
 
-static void fast_attention(struct hy_backend *be, float *out, const float *q, const float *kp,
-                           const float *vp, int bs, const struct hy_attn_seq *seqs, int n_seqs,
+static void fast_attention(struct hy_backend *be, float *out, const float *q, const void *kp,
+                           const void *vp, int bs, const struct hy_attn_seq *seqs, int n_seqs,
                            int n_head, int n_kv, int hd, float scale)
 {
     hy_cpu_attention(ctx_of(be), out, q, kp, vp, bs, seqs, n_seqs, n_head, n_kv, hd, scale);

@@ -12,8 +12,10 @@
  * in a small batch is split more than in a large one: results differ by float rounding);
  * grid.z = smax, blocks past S return at once; each share writes its (m, l, acc) and a
  * second kernel merges them. smax = 1 turns it off.
- * Key j lives in pool row blocks[j/bs]*bs + j%bs; no other pool row is read. */
+ * Key j lives in pool row blocks[j/bs]*bs + j%bs; no other pool row is read. The pool's
+ * elements are float or bf16 (template KV: kv_elem.cuh), widened to float32 as loaded. */
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/kv_elem.cuh"
 
 #include <math.h>
 
@@ -23,14 +25,15 @@
 
 struct att_args {
     float *out;
-    const float *q, *k_pool, *v_pool;
+    const float *q;
+    const void *k_pool, *v_pool;  /* KV elements */
     const int32_t *info, *blocks; /* info: 4 per tile (row0, rows, n0, table offset) */
     float *part;                  /* split-K partials: [tiles * n_head][smax][hd + 2] */
     int bs, n_head, n_kv, hd, G, ngc, smax;
     float scale;
 };
 
-template <int GM, int LV, int RT>
+template <int GM, int LV, int RT, typename KV>
 __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(struct att_args a)
 {
     __shared__ float sm_m[ATT_WARPS][RT * GM], sm_l[ATT_WARPS][RT * GM];
@@ -67,13 +70,13 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(struct att_ar
     const int j0 = (int)((int64_t)n_all * split / S), j1 = (int)((int64_t)n_all * (split + 1) / S);
     for (int j = j0 + warp; j < j1; j += ATT_WARPS) {
         int64_t row = ((int64_t)bt[j / a.bs] * a.bs + j % a.bs) * kv_stride + ko;
-        const float *kr = a.k_pool + row, *vr = a.v_pool + row;
+        const KV *kr = (const KV *)a.k_pool + row, *vr = (const KV *)a.v_pool + row;
         float kx[LV], vx[LV];
 #pragma unroll
         for (int c = 0; c < LV; c++) {
             int d = c * 32 + lane;
-            kx[c] = d < a.hd ? kr[d] : 0.0f;
-            vx[c] = d < a.hd ? vr[d] : 0.0f;
+            kx[c] = d < a.hd ? kv_ld(kr + d) : 0.0f;
+            vx[c] = d < a.hd ? kv_ld(vr + d) : 0.0f;
         }
 #pragma unroll
         for (int i = 0; i < RT; i++) {
@@ -169,22 +172,25 @@ __global__ void attention_merge_kernel(float *out, const float *part, const int3
 }
 
 template <int GM, int LV, int RT>
-static void launch(cudaStream_t st, const struct att_args *a, int tiles)
+static void launch(cudaStream_t st, const struct att_args *a, int tiles, bool bf16)
 {
     dim3 grid((unsigned)tiles, (unsigned)(a->n_kv * a->ngc), (unsigned)a->smax);
-    attention_kernel<GM, LV, RT><<<grid, ATT_WARPS * 32, 0, st>>>(*a);
+    if (bf16)
+        attention_kernel<GM, LV, RT, __nv_bfloat16><<<grid, ATT_WARPS * 32, 0, st>>>(*a);
+    else
+        attention_kernel<GM, LV, RT, float><<<grid, ATT_WARPS * 32, 0, st>>>(*a);
     HY_CUDA_CHECK_LAUNCH();
 }
 
 /* RT = rows per tile: 1 for decode tiles, else as many as the registers allow (<= 4). */
 template <int GM, int LV>
-static void launch_rt(cudaStream_t st, const struct att_args *a, int tiles, bool rows)
+static void launch_rt(cudaStream_t st, const struct att_args *a, int tiles, bool rows, bool bf16)
 {
     constexpr int RTMAX = ATT_REGS / (GM * LV) > 4 ? 4 : ATT_REGS / (GM * LV);
     if (rows && RTMAX > 1)
-        launch<GM, LV, (RTMAX > 1 ? RTMAX : 1)>(st, a, tiles);
+        launch<GM, LV, (RTMAX > 1 ? RTMAX : 1)>(st, a, tiles, bf16);
     else
-        launch<GM, LV, 1>(st, a, tiles);
+        launch<GM, LV, 1>(st, a, tiles, bf16);
 }
 
 extern "C" int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd)
@@ -215,7 +221,7 @@ extern "C" int hy_cuda_attention_smax(int tiles, int n_head, int n_kv, int hd, i
 }
 
 extern "C" void hy_cuda_attention(cudaStream_t st, float *out, const float *q,
-                                  const float *k_pool, const float *v_pool, int bs,
+                                  const void *k_pool, const void *v_pool, bool bf16, int bs,
                                   const int32_t *info, const int32_t *blocks, int tiles,
                                   bool rows, int smax, float *part, int n_head, int n_kv, int hd,
                                   float scale)
@@ -229,15 +235,15 @@ extern "C" void hy_cuda_attention(cudaStream_t st, float *out, const float *q,
     struct att_args a = {out, q, k_pool, v_pool, info, blocks, part, bs, n_head, n_kv, hd, G,
                          (G + gm - 1) / gm, rows ? 1 : smax, scale};
     switch (lv * 16 + gm) {
-    case 2 * 16 + 1: launch_rt<1, 2>(st, &a, tiles, rows); break;
-    case 2 * 16 + 2: launch_rt<2, 2>(st, &a, tiles, rows); break;
-    case 2 * 16 + 4: launch_rt<4, 2>(st, &a, tiles, rows); break;
-    case 2 * 16 + 8: launch_rt<8, 2>(st, &a, tiles, rows); break;
-    case 4 * 16 + 1: launch_rt<1, 4>(st, &a, tiles, rows); break;
-    case 4 * 16 + 2: launch_rt<2, 4>(st, &a, tiles, rows); break;
-    case 4 * 16 + 4: launch_rt<4, 4>(st, &a, tiles, rows); break;
-    case 8 * 16 + 1: launch_rt<1, 8>(st, &a, tiles, rows); break;
-    default: launch_rt<2, 8>(st, &a, tiles, rows); break;
+    case 2 * 16 + 1: launch_rt<1, 2>(st, &a, tiles, rows, bf16); break;
+    case 2 * 16 + 2: launch_rt<2, 2>(st, &a, tiles, rows, bf16); break;
+    case 2 * 16 + 4: launch_rt<4, 2>(st, &a, tiles, rows, bf16); break;
+    case 2 * 16 + 8: launch_rt<8, 2>(st, &a, tiles, rows, bf16); break;
+    case 4 * 16 + 1: launch_rt<1, 4>(st, &a, tiles, rows, bf16); break;
+    case 4 * 16 + 2: launch_rt<2, 4>(st, &a, tiles, rows, bf16); break;
+    case 4 * 16 + 4: launch_rt<4, 4>(st, &a, tiles, rows, bf16); break;
+    case 8 * 16 + 1: launch_rt<1, 8>(st, &a, tiles, rows, bf16); break;
+    default: launch_rt<2, 8>(st, &a, tiles, rows, bf16); break;
     }
     if (a.smax > 1) {
         attention_merge_kernel<<<(unsigned)tiles * (unsigned)n_head, 128, 0, st>>>(

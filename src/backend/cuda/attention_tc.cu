@@ -6,6 +6,8 @@
  * row's position, updates its rows' online softmax (running max and sum in float32, in
  * the log2 domain: q is scaled by scale * log2(e) before rounding), writes the
  * probabilities (tf32) to shared memory and adds P·V into its 16 x hd float32 output.
+ * The pool's elements are float or bf16 (template KV: kv_elem.cuh); bf16 widens to tf32
+ * exactly (8 significant bits of 11).
  * Precision: q, k, v and p rounded to tf32 (10-bit mantissa, relative 2^-11 each): a
  * score moves by at most ~2^-10 · scale · Σ_d |q_d k_d|, the output by that times max |v|
  * plus 2^-10 relative; the CUDA-core kernel (attention.cu) is the float32 one.
@@ -14,6 +16,7 @@
  * C (16x8): c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1).
  * Shared rows are padded by 4 floats, so the fragment loads hit 32 distinct banks. */
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/kv_elem.cuh"
 
 #include <math.h>
 
@@ -22,7 +25,8 @@
 
 struct tc_args {
     float *out;
-    const float *q, *k_pool, *v_pool;
+    const float *q;
+    const void *k_pool, *v_pool;  /* KV elements */
     const int32_t *info, *blocks; /* info: 4 per tile (row0, rows, n0, table offset) */
     int bs, n_head, n_kv, hd;
     float qscale; /* scale * log2(e) */
@@ -44,7 +48,7 @@ __device__ __forceinline__ void mma1688(float (&d)[4], uint32_t a0, uint32_t a1,
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int HD>
+template <int HD, typename KV>
 __global__ void __launch_bounds__(128) attention_tc_kernel(struct tc_args a)
 {
     constexpr int KS = HD + 4, PS = TC_KEYS + 4, NK = HD / 8;
@@ -82,8 +86,8 @@ __global__ void __launch_bounds__(128) attention_tc_kernel(struct tc_args a)
             if (j < n_keys) {
                 const int64_t row =
                     ((int64_t)bt[j / a.bs] * a.bs + j % a.bs) * kv_stride + (int64_t)kvh * HD + d;
-                kv = __ldg((const float4 *)(a.k_pool + row));
-                vv = __ldg((const float4 *)(a.v_pool + row));
+                kv = kv_ld4((const KV *)a.k_pool + row);
+                vv = kv_ld4((const KV *)a.v_pool + row);
             }
             float *kd = Ks + kr * KS + d, *vd = Vs + kr * KS + d;
             kd[0] = __uint_as_float(tf32(kv.x)), kd[1] = __uint_as_float(tf32(kv.y));
@@ -186,27 +190,38 @@ static size_t tc_smem(void)
     return (size_t)(2 * TC_KEYS * (HD + 4) + 4 * 16 * (TC_KEYS + 4)) * sizeof(float);
 }
 
+template <int HD, typename KV>
+static cudaError_t tc_setup(void)
+{
+    return cudaFuncSetAttribute(attention_tc_kernel<HD, KV>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc_smem<HD>());
+}
+
 extern "C" cudaError_t hy_cuda_attention_tc_setup(void)
 {
-    cudaError_t e = cudaFuncSetAttribute(attention_tc_kernel<64>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)tc_smem<64>());
+    cudaError_t e = tc_setup<64, float>();
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(attention_tc_kernel<128>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tc_smem<128>());
+        e = tc_setup<128, float>();
+    if (e == cudaSuccess)
+        e = tc_setup<64, __nv_bfloat16>();
+    if (e == cudaSuccess)
+        e = tc_setup<128, __nv_bfloat16>();
     return e;
 }
 
 template <int HD>
-static void launch_tc(cudaStream_t st, const struct tc_args *a, int tiles)
+static void launch_tc(cudaStream_t st, const struct tc_args *a, int tiles, bool bf16)
 {
-    attention_tc_kernel<HD><<<dim3((unsigned)tiles, (unsigned)a->n_head), 128, tc_smem<HD>(), st>>>(
-        *a);
+    const dim3 grid((unsigned)tiles, (unsigned)a->n_head);
+    if (bf16)
+        attention_tc_kernel<HD, __nv_bfloat16><<<grid, 128, tc_smem<HD>(), st>>>(*a);
+    else
+        attention_tc_kernel<HD, float><<<grid, 128, tc_smem<HD>(), st>>>(*a);
     HY_CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void hy_cuda_attention_tc(cudaStream_t st, float *out, const float *q,
-                                     const float *k_pool, const float *v_pool, int bs,
+                                     const void *k_pool, const void *v_pool, bool bf16, int bs,
                                      const int32_t *info, const int32_t *blocks, int tiles,
                                      int n_head, int n_kv, int hd, float scale)
 {
@@ -215,9 +230,9 @@ extern "C" void hy_cuda_attention_tc(cudaStream_t st, float *out, const float *q
     struct tc_args a = {out, q, k_pool, v_pool, info, blocks, bs, n_head, n_kv, hd,
                         scale * 1.4426950408889634f};
     if (hd == 64)
-        launch_tc<64>(st, &a, tiles);
+        launch_tc<64>(st, &a, tiles, bf16);
     else if (hd == 128)
-        launch_tc<128>(st, &a, tiles);
+        launch_tc<128>(st, &a, tiles, bf16);
     else
         hy_cuda_fail(__FILE__, __LINE__, "hd == 64 || hd == 128", "attention_tc head size");
 }

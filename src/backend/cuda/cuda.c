@@ -339,7 +339,7 @@ static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
  * the row count alone, and the staging is done once per step (every layer passes the same
  * seqs). */
 static void cuda_attention(struct hy_backend *be, float *out, const float *q,
-                           const float *k_pool, const float *v_pool, int bs,
+                           const void *k_pool, const void *v_pool, int bs,
                            const struct hy_attn_seq *seqs, int n_seqs, int n_head, int n_kv,
                            int hd, float scale)
 {
@@ -412,17 +412,17 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
                    : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
                                              c->att_part_floats);
     const int32_t *tables = dev + 4 * (tiles + tct);
-    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, bs, dev, tables, (int)tiles, rows, smax,
-                      c->att_part, n_head, n_kv, hd, scale);
-    hy_cuda_attention_tc(c->stream, out, q, k_pool, v_pool, bs, dev + 4 * tiles, tables,
-                         (int)tct, n_head, n_kv, hd, scale);
+    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, c->kv_bf16, bs, dev, tables, (int)tiles,
+                      rows, smax, c->att_part, n_head, n_kv, hd, scale);
+    hy_cuda_attention_tc(c->stream, out, q, k_pool, v_pool, c->kv_bf16, bs, dev + 4 * tiles,
+                         tables, (int)tct, n_head, n_kv, hd, scale);
 }
 
 static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k, const float *v,
                                  const int32_t *pos, const int32_t *slots, int T, int n_head,
                                  int n_kv, int hd, const float *inv_freq,
                                  const struct hy_weight *qn, const struct hy_weight *kn,
-                                 float eps, float *k_pool, float *v_pool)
+                                 float eps, void *k_pool, void *v_pool)
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(hd % 2 == 0 && hd / 2 <= 4 * 32 && T >= 0 && !qn == !kn);
@@ -433,17 +433,26 @@ static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k
     if (!hy_cuda_replaying(c))
         hy_cuda_rope_norm_store(c->stream, q, k, v, d_pos, d_slots, T, n_head, n_kv, hd,
                                 inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
-                                k_pool, v_pool);
+                                k_pool, v_pool, c->kv_bf16);
 }
 
-static void cuda_kv_store(struct hy_backend *be, float *pool, const float *rows,
+static void cuda_kv_store(struct hy_backend *be, void *pool, const float *rows,
                           const int32_t *slots, int T, int64_t cols)
 {
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(T >= 0);
     const int32_t *d_slots = hy_cuda_stage(c, slots, (size_t)T);
-    if (!hy_cuda_replaying(c))
+    if (hy_cuda_replaying(c))
+        return;
+    if (c->kv_bf16)
+        hy_cuda_scatter_rows_bf16(c->stream, pool, rows, d_slots, T, cols);
+    else
         hy_cuda_scatter_rows(c->stream, pool, rows, d_slots, T, cols);
+}
+
+static enum hy_dtype cuda_kv_dtype(const struct hy_backend *be)
+{
+    return ((const struct cuda_ctx *)be->ctx)->kv_bf16 ? HY_DTYPE_BF16 : HY_DTYPE_F32;
 }
 
 static void cuda_copy_rows(struct hy_backend *be, float *dst, const float *src,
@@ -577,6 +586,7 @@ static const struct hy_backend_i cuda_iface = {
     .rope_norm_store = cuda_rope_norm_store,
     .attention = cuda_attention,
     .kv_store = cuda_kv_store,
+    .kv_dtype = cuda_kv_dtype,
     .copy_rows = cuda_copy_rows,
     .silu_mul = cuda_silu_mul,
     .add = cuda_add,
@@ -651,6 +661,7 @@ hy_status hy_cuda_backend_create_opts(struct hy_backend **out, int device,
     c->xbf_cap = opts && opts->matmul_scratch ? opts->matmul_scratch : HY_CUDA_MATMUL_SCRATCH;
     c->wbf_cap = HY_CUDA_QMATMUL_SCRATCH; /* qmatmul */
     c->fp8_mode = opts && opts->fp8_act == 1 ? HY_CUDA_FP8_GEMM : HY_CUDA_FP8_DEQUANT;
+    c->kv_bf16 = !(opts && opts->kv_f32);
     HY_ASSERT(c->stage_cap >= 1024);
     struct cudaDeviceProp prop;
     TRY(cudaSetDevice(device), HY_E_UNSUPPORTED, "select");

@@ -1,5 +1,7 @@
 /* cuda.h: the CUDA backend. hy_cuda_backend_create() makes a backend whose ops run on one
- * NVIDIA GPU, on one stream, in device memory: activations and the KV pool are float32;
+ * NVIDIA GPU, on one stream, in device memory: activations are float32, the KV pool bf16
+ * (hy_cuda_opts.kv_f32: float32; kv_store and rope_norm_store round to nearest even,
+ * attention widens exactly and computes in float32);
  * weights are copied to the device once at load by the weight_upload op (matrices as bf16,
  * f16/f32 checkpoints rounded to nearest even; one-row weights, i.e. norm vectors, as
  * float32, exact). Quantized matrices: Q8_0, Q4_0, Q4_G128, Q4_K and Q6_K stay in their
@@ -58,6 +60,8 @@ struct hy_cuda_opts {
      * weights dequantized in chunks; 1 fp8 activations through cuBLASLt's fp8 GEMM where
      * the device (sm_89+) and shape allow (faster, less precise: fp8mm.h) */
     int fp8_act;
+    /* 1: the KV pool in float32; 0 (default): bf16, half the bytes a token (kv_dtype op) */
+    int kv_f32;
 };
 
 /* True when the CUDA runtime sees at least one device. */

@@ -72,6 +72,7 @@ struct cuda_ctx {
      * 8 rows, attention one row a tile without split-K. */
     bool invariant;
     float *bi_part;
+    bool kv_bf16; /* the KV pool's elements (kv_dtype op): bf16, else float32 */
 };
 
 /* The backend's context, with its device made current for this host thread (the runtime's

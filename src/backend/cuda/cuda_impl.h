@@ -37,6 +37,9 @@ void hy_cuda_embed_bf16(cudaStream_t st, float *out, const uint16_t *table, int6
                         const int32_t *ids, int T);
 void hy_cuda_scatter_rows(cudaStream_t st, float *pool, const float *rows, const int32_t *slots,
                           int T, int64_t cols);
+/* The same into a bf16 pool, each value rounded to nearest even. */
+void hy_cuda_scatter_rows_bf16(cudaStream_t st, void *pool, const float *rows,
+                               const int32_t *slots, int T, int64_t cols);
 void hy_cuda_gather_rows(cudaStream_t st, float *dst, const float *src, const int32_t *idx, int n,
                          int64_t cols);
 void hy_cuda_silu_mul(cudaStream_t st, float *out, const float *gate, const float *up, int64_t n);
@@ -59,13 +62,14 @@ void hy_cuda_add_rmsnorm(cudaStream_t st, float *out, float *x, const float *y, 
                          int64_t rows, int64_t d, float eps);
 
 /* rope.cu. rope_norm_store: backend.h's op of that name (qn, kn: float32 [hd] or NULL;
- * pos and slots staged). */
+ * pos and slots staged; the pools' elements bf16 when bf16, else float). */
 void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_heads, int hd,
                   const float *inv_freq);
 void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
                              const int32_t *pos, const int32_t *slots, int T, int n_head,
                              int n_kv, int hd, const float *inv_freq, const float *qn,
-                             const float *kn, float eps, float *k_pool, float *v_pool);
+                             const float *kn, float eps, void *k_pool, void *v_pool,
+                             bool bf16);
 
 /* attention.cu: `tiles` tiles of query rows; info[4*t .. 4*t+3] = (first row of q/out, rows
  * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i
@@ -73,9 +77,9 @@ void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const fl
  * n keys is split over min(smax, ceil(n/64)) shares merged through part (tiles * n_head *
  * smax * (hd + 2) floats); smax from hy_cuda_attention_smax (shares enough to give each
  * of the n_sm SMs about four blocks, within part_floats). rows_per_tile: how many
- * rows a prefill tile should take. */
-void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const float *k_pool,
-                       const float *v_pool, int bs, const int32_t *info, const int32_t *blocks,
+ * rows a prefill tile should take. K/V pool elements: bf16 when bf16, else float. */
+void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const void *k_pool,
+                       const void *v_pool, bool bf16, int bs, const int32_t *info, const int32_t *blocks,
                        int tiles, bool rows, int smax, float *part, int n_head, int n_kv, int hd,
                        float scale);
 int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
@@ -83,8 +87,8 @@ int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
  * (info as above, every tile's rows consecutive rows of one sequence), on the tensor cores
  * (tf32 operands, float32 softmax and sums), for head sizes where hy_cuda_attention_tc_ok;
  * hy_cuda_attention_tc_setup() once per device before the first call (shared memory). */
-void hy_cuda_attention_tc(cudaStream_t st, float *out, const float *q, const float *k_pool,
-                          const float *v_pool, int bs, const int32_t *info, const int32_t *blocks,
+void hy_cuda_attention_tc(cudaStream_t st, float *out, const float *q, const void *k_pool,
+                          const void *v_pool, bool bf16, int bs, const int32_t *info, const int32_t *blocks,
                           int tiles, int n_head, int n_kv, int hd, float scale);
 bool hy_cuda_attention_tc_ok(int hd);
 int hy_cuda_attention_tc_rows(void);

@@ -16,6 +16,7 @@
  * Prints the worst matmul error/bound. Exits 77 (skip) when no CUDA device is present. */
 #include "backend/cpu/ops_test_util.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_test_util.h"
 
 static double worst;
 
@@ -136,7 +137,8 @@ static void test_attention(struct hy_backend *be, struct rng *r)
     const int64_t rq = (int64_t)nh * hd, nq = rows * rq;
     float *q = fmalloc(nq), *all = fmalloc(nq), *one = fmalloc(nq), *chunk = fmalloc(nq);
     rng_fill(r, q, nq, 3.0f);
-    float *dq = dput(be, q, nq), *dk = dput(be, kp, pool), *dv = dput(be, vp, pool);
+    void *dk = kvput(be, kp, pool), *dv = kvput(be, vp, pool); /* kp, vp as the pool holds them */
+    float *dq = dput(be, q, nq);
     float *da = dput(be, q, nq), *d1 = dput(be, q, nq), *dc = dput(be, q, nq);
     struct hy_attn_seq seqs[4];
     for (int i = 0, row = 0; i < 4; row += sp[i].T, i++)
@@ -167,7 +169,7 @@ static void test_attention(struct hy_backend *be, struct rng *r)
     float *ref = fmalloc(nq);
     hy_ref_attention(ref, q, kp, vp, bs, seqs, 4, nh, nkv, hd, sc);
     CHECK(close_f("invariant attention", one, ref, nq, 1e-4, 1e-4));
-    float *bufs[] = {dq, dk, dv, da, d1, dc};
+    void *bufs[] = {dq, dk, dv, da, d1, dc};
     for (int i = 0; i < 6; i++)
         be->i->free(be, bufs[i]);
     float *hbufs[] = {kc, vc, kp, vp, q, all, one, chunk, ref};

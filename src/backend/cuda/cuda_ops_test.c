@@ -7,11 +7,15 @@
  *     normwise ‖got − ref‖/‖ref‖ <= 1e-2;
  *   attention: the float32 bound of fast_ops_test (scores, softmax, running sums), x2;
  *     prefill tiles on the tensor cores (tf32 operands): that bound with tf32 roundings;
+ *     the K/V pool in the backend's KV dtype (bf16 by default, float32 with kv_f32; both
+ *     run): the reference reads the values the pool holds (K/V rounded to bf16 on the
+ *     host first), so the bounds measure the kernel, and bf16 -> float32 is exact;
  *   rmsnorm, rope, silu_mul: a few float32 ulps; embed, kv_store, copy_rows, add: exact.
  * Output buffers are poisoned with NaN before each op, so an unwritten element fails.
  * Exits 77 (skip) when no CUDA device is present. Prints the worst error/bound ratios. */
 #include "backend/cpu/ops_test_util.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_test_util.h"
 
 static const enum hy_dtype all_dtypes[] = {HY_DTYPE_F32, HY_DTYPE_F16, HY_DTYPE_BF16};
 static double worst_matmul, worst_matmul_norm, worst_attn;
@@ -245,8 +249,9 @@ static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int
     paged_from_contig(r, kc, vc, n_ctx, kvd, bs, &kp, &vp, blocks);
     int64_t pool = (int64_t)2 * ((n_ctx + bs - 1) / bs) * bs * kvd;
     struct hy_attn_seq sr = {0, T, pos0, blocks}, sg = {0, T, pos0 + shift, blocks};
+    void *dk = kvput(be, kp, pool), *dv = kvput(be, vp, pool); /* kp, vp as the pool holds them */
     hy_ref_attention(ref, q, kp, vp, bs, &sr, 1, nh, nkv, hd, scale);
-    float *dq = dput(be, q, nq), *dk = dput(be, kp, pool), *dv = dput(be, vp, pool);
+    float *dq = dput(be, q, nq);
     float *dout = dnan(be, nq);
     be->i->attention(be, dout, dq, dk, dv, bs, &sg, 1, nh, nkv, hd, scale);
     dget(be, got, dout, nq);
@@ -261,7 +266,7 @@ static bool attn_case(struct hy_backend *be, struct rng *r, int nh, int nkv, int
             }
         }
     bool ok = close_all("attention", got, want, bound, nq, shift != 0, shift ? NULL : &worst_attn);
-    float *bufs[] = {dq, dk, dv, dout};
+    void *bufs[] = {dq, dk, dv, dout};
     for (int i = 0; i < 4; i++)
         be->i->free(be, bufs[i]);
     float *hbufs[] = {q, got, ref, kc, vc, kp, vp};
@@ -293,7 +298,8 @@ static void test_attention_batch(struct hy_backend *be, struct rng *r)
     int64_t nq = (int64_t)rows * nh * hd;
     float *q = fmalloc(nq), *all = fmalloc(nq), *one = fmalloc(nq);
     rng_fill(r, q, nq, 3.0f);
-    float *dq = dput(be, q, nq), *dk = dput(be, kp, pool), *dv = dput(be, vp, pool);
+    float *dq = dput(be, q, nq);
+    void *dk = kvput(be, kp, pool), *dv = kvput(be, vp, pool);
     float *da = dnan(be, nq), *d1 = dnan(be, nq);
     struct hy_attn_seq seqs[4];
     for (int i = 0, row = 0; i < 4; row += sp[i].T, i++)
@@ -314,7 +320,7 @@ static void test_attention_batch(struct hy_backend *be, struct rng *r)
     CHECKF(num <= 1e-5 * den, "batched attention differs by %.3g of max |out|", num / den);
     const int64_t pre = (int64_t)sp[0].T * nh * hd; /* sequence 0: prefill rows only */
     CHECKF(memcmp(all, one, (size_t)pre * sizeof(float)) == 0, "batched prefill rows differ");
-    float *bufs[] = {dq, dk, dv, da, d1};
+    void *bufs[] = {dq, dk, dv, da, d1};
     for (int i = 0; i < 5; i++)
         be->i->free(be, bufs[i]);
     float *hbufs[] = {kc, vc, kp, vp, q, all, one};
@@ -367,8 +373,8 @@ static void rns_case(struct hy_backend *be, struct rng *r, int T, int nh, int nk
     float *dinv = dput(be, inv, hd / 2);
     float *q1 = dput(be, q, qd), *k1 = dput(be, k, T * kvd), *v1 = dput(be, v, T * kvd);
     float *q2 = dput(be, q, qd), *k2 = dput(be, k, T * kvd), *v2 = dput(be, v, T * kvd);
-    float *kp1 = dnan(be, rows * kvd), *vp1 = dnan(be, rows * kvd);
-    float *kp2 = dnan(be, rows * kvd), *vp2 = dnan(be, rows * kvd);
+    void *kp1 = kvnan(be, rows * kvd), *vp1 = kvnan(be, rows * kvd);
+    void *kp2 = kvnan(be, rows * kvd), *vp2 = kvnan(be, rows * kvd);
     be->i->rope_norm_store(be, q1, k1, v1, pos, slots, T, nh, nkv, hd, dinv,
                            norm ? &wq.dev : NULL, norm ? &wk.dev : NULL, 1e-6f, kp1, vp1);
     be->i->rope(be, q2, pos, T, nh, hd, dinv);
@@ -388,22 +394,25 @@ static void rns_case(struct hy_backend *be, struct rng *r, int T, int nh, int nk
     dget(be, kin, k1, T * kvd);
     CHECKF(memcmp(kin, k, (size_t)(T * kvd) * sizeof *k) == 0, "rope_norm_store changed k");
     int bad = 0;
-    dget(be, a, kp1, rows * kvd);
-    dget(be, b, kp2, rows * kvd);
+    /* a bf16 pool: values 1e-5 apart may round to neighbouring bf16 values, one ulp apart:
+     * at most 2^-7 of the value (8 significant bits) */
+    const double kbound = 1e-5 + (kvt(be) == HY_DTYPE_BF16 ? 1.0 / 128 : 0);
+    kvget(be, a, kp1, rows * kvd);
+    kvget(be, b, kp2, rows * kvd);
     for (int t = 0; t < T; t++) { /* the stored rows */
         const int64_t o = (int64_t)slots[t] * kvd;
-        bad += !close_f("rope_norm_store k", a + o, b + o, kvd, 1e-5, 0);
+        bad += !close_f("rope_norm_store k", a + o, b + o, kvd, kbound, 0);
         for (int64_t i = 0; i < kvd; i++) /* checked: now only unwritten rows may be left */
             a[o + i] = b[o + i] = NAN;
     }
     for (int64_t i = 0; i < rows * kvd; i++) /* no other row written */
         bad += a[i] == a[i];
-    dget(be, a, vp1, rows * kvd);
-    dget(be, b, vp2, rows * kvd);
+    kvget(be, a, vp1, rows * kvd);
+    kvget(be, b, vp2, rows * kvd);
     bad += memcmp(a, b, (size_t)(rows * kvd) * sizeof *a) != 0; /* v rows copied, rest NaN */
     CHECKF(bad == 0, "rope_norm_store T=%d nh=%d nkv=%d hd=%d norm=%d: %d wrong", T, nh, nkv, hd,
            norm, bad);
-    float *dbufs[] = {dinv, q1, k1, v1, q2, k2, v2, kp1, vp1, kp2, vp2};
+    void *dbufs[] = {dinv, q1, k1, v1, q2, k2, v2, kp1, vp1, kp2, vp2};
     for (int i = 0; i < 11; i++)
         be->i->free(be, dbufs[i]);
     dweight_free(be, &wq);
@@ -551,7 +560,9 @@ static void test_embed(struct hy_backend *be, struct rng *r)
         }
 }
 
-/* kv_store scatters rows to pool slots, copy_rows gathers them: both exact. */
+/* kv_store scatters rows to pool slots (exact, or rounded to nearest even into a bf16
+ * pool: the reference stores the rows rounded so on the host), copy_rows gathers them:
+ * both exact. */
 static void test_rows(struct hy_backend *be, struct rng *r)
 {
     static const int64_t colss[] = {1, 33, 128, 1024, 4097};
@@ -562,10 +573,13 @@ static void test_rows(struct hy_backend *be, struct rng *r)
         float *rows = fmalloc(T * cols), *pool = fmalloc(P * cols), *got = fmalloc(P * cols);
         rng_fill(r, rows, T * cols, 5.0f);
         rng_fill(r, pool, P * cols, 5.0f);
-        float *drows = dput(be, rows, T * cols), *dpool = dput(be, pool, P * cols);
-        hy_ref_kv_store(pool, rows, slots, T, cols);
+        float *drows = dput(be, rows, T * cols), *rr = fmalloc(T * cols);
+        void *dpool = kvput(be, pool, P * cols);
+        memcpy(rr, rows, (size_t)(T * cols) * sizeof *rr);
+        be->i->free(be, kvput(be, rr, T * cols)); /* rr rounded as the pool rounds */
+        hy_ref_kv_store(pool, rr, slots, T, cols);
         be->i->kv_store(be, dpool, drows, slots, T, cols);
-        dget(be, got, dpool, P * cols);
+        kvget(be, got, dpool, P * cols);
         CHECKF(memcmp(got, pool, (size_t)(P * cols) * sizeof(float)) == 0, "kv_store cols=%lld",
                (long long)cols);
         float *dst = dnan(be, 6 * cols);
@@ -578,6 +592,7 @@ static void test_rows(struct hy_backend *be, struct rng *r)
         be->i->free(be, dpool);
         be->i->free(be, dst);
         free(rows);
+        free(rr);
         free(pool);
         free(got);
     }
@@ -646,6 +661,23 @@ static void test_small_buffers(struct rng *r)
     be->i->destroy(be);
 }
 
+/* The tests that touch the KV pool again with float32 pools (hy_cuda_opts.kv_f32), whose
+ * stores are exact. */
+static void test_kv_f32(struct rng *r)
+{
+    struct hy_backend *be = NULL;
+    struct hy_err err;
+    const struct hy_cuda_opts o = {.kv_f32 = 1};
+    CHECKF(hy_cuda_backend_create_opts(&be, 0, &o, &err) == HY_OK, "%s", err.msg);
+    if (!be)
+        return;
+    CHECK(kvt(be) == HY_DTYPE_F32);
+    test_attention(be, r);
+    test_rope_norm_store(be, r);
+    test_rows(be, r);
+    be->i->destroy(be);
+}
+
 static void test_memory(struct hy_backend *be)
 {
     check_backend_memory(be, 256);
@@ -665,6 +697,7 @@ int main(void)
     if (!be)
         return test_result();
     fprintf(stderr, "device: %s\n", hy_cuda_backend_device_name(be));
+    CHECK(kvt(be) == HY_DTYPE_BF16); /* the default */
     test_memory(be);
     test_upload(be, &r);
     test_matmul(be, &r, "default");
@@ -678,6 +711,7 @@ int main(void)
     test_rows(be, &r);
     test_elementwise(be, &r);
     be->i->destroy(be);
+    test_kv_f32(&r);
     test_small_buffers(&r);
     fprintf(stderr, "worst error/bound: matmul %.3g (normwise rel %.3g), attention %.3g\n",
             worst_matmul, worst_matmul_norm, worst_attn);

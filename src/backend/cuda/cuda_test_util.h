@@ -294,4 +294,44 @@ static inline void ct_embed_case(struct hy_backend *be, struct rng *rg, enum hy_
     free(got);
 }
 
+/* The KV pool's element type on this backend. */
+static inline enum hy_dtype kvt(struct hy_backend *be)
+{
+    return be->i->kv_dtype ? be->i->kv_dtype(be) : HY_DTYPE_F32;
+}
+
+/* h[0..n) as a pool of the backend's KV dtype holds them (bf16: rounded to nearest even,
+ * in place), uploaded in that dtype. */
+static inline void *kvput(struct hy_backend *be, float *h, int64_t n)
+{
+    const size_t es = hy_dtype_size(kvt(be));
+    void *t = malloc((size_t)n * es), *d = be->i->alloc(be, (size_t)n * es);
+    HY_ASSERT(t && d);
+    hy_dtype_from_f32(t, h, kvt(be), (size_t)n);
+    hy_dtype_to_f32(h, t, kvt(be), (size_t)n);
+    be->i->upload(be, d, t, (size_t)n * es);
+    free(t);
+    return d;
+}
+
+static inline void kvget(struct hy_backend *be, float *h, const void *d, int64_t n)
+{
+    const size_t es = hy_dtype_size(kvt(be));
+    void *t = malloc((size_t)n * es);
+    HY_ASSERT(t);
+    be->i->download(be, t, d, (size_t)n * es);
+    hy_dtype_to_f32(h, t, kvt(be), (size_t)n);
+    free(t);
+}
+
+static inline void *kvnan(struct hy_backend *be, int64_t n)
+{
+    float *h = fmalloc(n);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = NAN;
+    void *d = kvput(be, h, n);
+    free(h);
+    return d;
+}
+
 #endif

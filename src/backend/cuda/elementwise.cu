@@ -33,6 +33,16 @@ __global__ void rows_kernel(float *dst, const float *src, const int32_t *didx,
         dst[d * cols + c] = src[s * cols + c];
 }
 
+/* pool[slots[r], :] = rows[r, :] rounded to bf16 (nearest even): kv_store into a bf16 pool. */
+__global__ void scatter_bf16_kernel(__nv_bfloat16 *pool, const float *rows, const int32_t *slots,
+                                    int64_t cols)
+{
+    __nv_bfloat16 *d = pool + (int64_t)slots[blockIdx.x] * cols;
+    const float *s = rows + (int64_t)blockIdx.x * cols;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+        d[c] = __float2bfloat16_rn(s[c]);
+}
+
 __global__ void silu_mul_kernel(float *out, const float *gate, const float *up, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
@@ -71,6 +81,15 @@ extern "C" void hy_cuda_scatter_rows(cudaStream_t st, float *pool, const float *
     if (T <= 0)
         return;
     rows_kernel<<<T, EW_THREADS, 0, st>>>(pool, rows, slots, NULL, cols);
+    HY_CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void hy_cuda_scatter_rows_bf16(cudaStream_t st, void *pool, const float *rows,
+                                          const int32_t *slots, int T, int64_t cols)
+{
+    if (T <= 0)
+        return;
+    scatter_bf16_kernel<<<T, EW_THREADS, 0, st>>>((__nv_bfloat16 *)pool, rows, slots, cols);
     HY_CUDA_CHECK_LAUNCH();
 }
 

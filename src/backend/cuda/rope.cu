@@ -2,6 +2,7 @@
  * float32 pos * inv_freq as in the reference; cosf/sinf are CUDA's accurate versions
  * (2 ulp, full range reduction: no fast-math), so large positions stay exact enough. */
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/kv_elem.cuh"
 
 #define ROPE_THREADS 256
 
@@ -36,13 +37,15 @@ extern "C" void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int 
 /* The attention block's middle in one kernel: one warp per (token, head) of q (heads
  * 0..n_head-1) and of k (n_head..n_head+n_kv-1). RoPE as rope_kernel; then, with a norm
  * weight, RMSNorm over the head's hd values (float32 sum of squares over the warp); q
- * is written back in place, k to its pool row, and the k warps copy the v row too. */
+ * is written back in place, k to its pool row, and the k warps copy the v row too (pool
+ * elements KV: float, or bf16 rounded to nearest even). */
 #define RNS_PAIRS 4 /* pairs per lane: hd <= 256 */
+template <typename KV>
 __global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
                                        const int32_t *pos, const int32_t *slots, int T,
                                        int n_head, int n_kv, int hd, const float *inv_freq,
                                        const float *qn, const float *kn, float eps,
-                                       float *k_pool, float *v_pool)
+                                       KV *k_pool, KV *v_pool)
 {
     const int64_t wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31, heads = n_head + n_kv, half = hd / 2;
@@ -79,35 +82,51 @@ __global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
             }
         }
     }
-    float *dst = is_q ? q + ((int64_t)t * n_head + j) * hd
-                      : k_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
+    if (is_q) {
+        float *dst = q + ((int64_t)t * n_head + j) * hd;
+#pragma unroll
+        for (int c = 0; c < RNS_PAIRS; c++) {
+            int i = c * 32 + lane;
+            if (i < half) {
+                dst[i] = a[c];
+                dst[i + half] = b[c];
+            }
+        }
+        return;
+    }
+    KV *dst = k_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
 #pragma unroll
     for (int c = 0; c < RNS_PAIRS; c++) {
         int i = c * 32 + lane;
         if (i < half) {
-            dst[i] = a[c];
-            dst[i + half] = b[c];
+            kv_st(dst + i, a[c]);
+            kv_st(dst + i + half, b[c]);
         }
     }
-    if (!is_q) {
-        const float *vs = v + t * kvd + (int64_t)(j - n_head) * hd;
-        float *vd = v_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
-        for (int i = lane; i < hd; i += 32)
-            vd[i] = vs[i];
-    }
+    const float *vs = v + t * kvd + (int64_t)(j - n_head) * hd;
+    KV *vd = v_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
+    for (int i = lane; i < hd; i += 32)
+        kv_st(vd + i, vs[i]);
 }
 
 extern "C" void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
                                         const int32_t *pos, const int32_t *slots, int T,
                                         int n_head, int n_kv, int hd, const float *inv_freq,
                                         const float *qn, const float *kn, float eps,
-                                        float *k_pool, float *v_pool)
+                                        void *k_pool, void *v_pool, bool bf16)
 {
     int64_t warps = (int64_t)T * (n_head + n_kv);
     if (warps <= 0)
         return;
     const int per = ROPE_THREADS / 32;
-    rope_norm_store_kernel<<<(unsigned)((warps + per - 1) / per), ROPE_THREADS, 0, st>>>(
-        q, k, v, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps, k_pool, v_pool);
+    const unsigned grid = (unsigned)((warps + per - 1) / per);
+    if (bf16)
+        rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(
+            q, k, v, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps,
+            (__nv_bfloat16 *)k_pool, (__nv_bfloat16 *)v_pool);
+    else
+        rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(q, k, v, pos, slots, T, n_head,
+                                                              n_kv, hd, inv_freq, qn, kn, eps,
+                                                              (float *)k_pool, (float *)v_pool);
     HY_CUDA_CHECK_LAUNCH();
 }
