@@ -15,6 +15,9 @@
  * parity with the CPU under the same limits, and batched logits equal to alone bit for bit
  * (alone prefills the whole sequence each time, so a decode row must also equal the last
  * row of a prefill).
+ * The K/V cache is bf16 (the default): greedy ids may then swap at a near-tie of the CPU's
+ * top-2 logits (within 2x the logit limit; ct_check_greedy); the parity runs once more on
+ * a backend with float32 K/V (hy_cuda_opts.kv_f32).
  * Exits 77 (skip) when no CUDA device is present. */
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
@@ -117,13 +120,15 @@ int main(void)
         fprintf(stderr, "no CUDA device: skipping\n");
         return 77;
     }
-    struct hy_backend *cpu = NULL, *gpu = NULL, *inv = NULL;
+    struct hy_backend *cpu = NULL, *gpu = NULL, *inv = NULL, *g32 = NULL;
+    const struct hy_cuda_opts o32 = {.kv_f32 = 1};
     struct hy_err err = {{0}};
     CHECKF(hy_cpu_backend_create(&cpu, 2, &err) == HY_OK, "%s", err.msg);
     CHECKF(hy_cuda_backend_create(&gpu, 0, &err) == HY_OK, "%s", err.msg);
+    CHECKF(hy_cuda_backend_create_opts(&g32, 0, &o32, &err) == HY_OK, "%s", err.msg);
     CHECKF(hy_cuda_backend_create(&inv, 0, &err) == HY_OK &&
                inv->i->set_batch_invariant(inv, true, &err) == HY_OK, "%s", err.msg);
-    if (cpu && gpu && inv) {
+    if (cpu && gpu && inv && g32) {
         static const char *models[] = {"tests/data/tiny-mqa", "tests/data/tiny-dense18",
                                        "tests/data/tiny-mha-sharded",
                                        "tests/data/tiny-gqa2-untied"};
@@ -131,6 +136,9 @@ int main(void)
             check_parity(models[i], cpu, gpu, NP);
             check_parity(models[i], cpu, gpu, NP_LONG);
         }
+        fprintf(stderr, "float32 K/V:\n");
+        for (int i = 0; i < 4; i++)
+            check_parity(models[i], cpu, g32, NP_LONG);
         check_batch("tests/data/tiny-mqa", gpu, false);
         check_batch("tests/data/tiny-mha-sharded", gpu, false);
         fprintf(stderr, "batch-invariant numerics:\n");
@@ -145,5 +153,7 @@ int main(void)
         gpu->i->destroy(gpu);
     if (inv)
         inv->i->destroy(inv);
+    if (g32)
+        g32->i->destroy(g32);
     return test_result();
 }

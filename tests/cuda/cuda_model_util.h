@@ -65,9 +65,14 @@ static inline struct ct_row_diff ct_row_diff(const float *a, const float *b, int
 
 /* mc (CPU) and mg (GPU) each run greedy from the prompt for `steps` steps. Checks that the
  * ids are equal at every step and that, at every step up to the first differing id (both
- * ran the same tokens up to there), max |dlogit| / max |logit| <= limit. Prints those
- * figures and the CPU's smallest top-2 gap (relative to max |logit|: a tie closer than
- * the limit would make the ids check meaningless), prefixed with `what`. */
+ * ran the same tokens up to there), max |dlogit| / max |logit| <= limit. A first
+ * difference is accepted at a near-tie only: where the CPU's top-2 gap is within 2·limit
+ * of max |logit| (each of the two logits may move by `limit`, so such a pair may swap:
+ * the bf16 K/V cache rounds every K and V element by up to 2^-9 relative, as the matmuls
+ * round their inputs). The GPU then runs again on the CPU's ids, and every step of that
+ * run must hold the same: logits within limit, ids equal except at near-ties. Prints
+ * those figures and the CPU's smallest top-2 gap (relative to max |logit|), prefixed
+ * with `what`. */
 static inline void ct_check_greedy(const char *what, const struct hy_model *mc,
                                    const struct hy_model *mg, const int32_t *prompt, int np,
                                    int steps, double limit)
@@ -79,22 +84,38 @@ static inline void ct_check_greedy(const char *what, const struct hy_model *mc,
     HY_ASSERT(lc && lg && ic && ig);
     if (ct_greedy(mc, prompt, np, steps, NULL, lc, ic) &&
         ct_greedy(mg, prompt, np, steps, NULL, lg, ig)) {
-        double w = 0, gap = INFINITY;
         int same = 0;
         while (same < steps && ic[same] == ig[same])
             same++;
+        const bool forced = same < steps; /* again on the CPU's ids: every step comparable */
+        if (forced && !ct_greedy(mg, prompt, np, steps, ic, lg, ig))
+            goto out;
+        double w = 0, gap = INFINITY;
+        int ties = 0, bad = 0, first_bad = -1;
         for (int s = 0; s < steps; s++) {
             const struct ct_row_diff d = ct_row_diff(lc + s * V, lg + s * V, V);
-            if (s <= same)
+            if (forced || s <= same)
                 w = fmax(w, d.diff / d.den);
             gap = fmin(gap, d.gap / d.den);
+            if (ic[s] != ig[s] && (forced || s <= same)) {
+                const bool tie = d.gap / d.den <= 2 * limit;
+                ties += tie;
+                bad += !tie;
+                first_bad = !tie && first_bad < 0 ? s : first_bad;
+            }
         }
-        fprintf(stderr, "%s: greedy ids equal for %d/%d steps; max |dlogit|/max|logit| = %.3g "
-                "(limit %.0e); smallest CPU top-2 gap %.3g\n", what, same, steps, w, limit, gap);
-        CHECKF(same == steps, "%s: greedy ids differ at step %d (cpu %d, cuda %d)", what, same,
-               same < steps ? ic[same] : -1, same < steps ? ig[same] : -1);
+        fprintf(stderr, "%s: greedy ids equal for %d/%d steps%s; max |dlogit|/max|logit| = %.3g "
+                "(limit %.0e); smallest CPU top-2 gap %.3g", what, same, steps,
+                forced ? " free-running, then on the CPU's ids" : "", w, limit, gap);
+        if (forced)
+            fprintf(stderr, ": %d near-tie swaps (gap <= %.0e), %d other", ties, 2 * limit, bad);
+        fprintf(stderr, "\n");
+        CHECKF(bad == 0, "%s: greedy ids differ at step %d away from a near-tie (cpu %d, "
+               "cuda %d)", what, first_bad, first_bad >= 0 ? ic[first_bad] : -1,
+               first_bad >= 0 ? ig[first_bad] : -1);
         CHECKF(w <= limit, "%s: logits differ by %.3g of max |logit|", what, w);
     }
+out:
     free(lc);
     free(lg);
     free(ic);
