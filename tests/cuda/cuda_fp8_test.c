@@ -215,7 +215,7 @@ int main(void)
     struct hy_err err = {{0}};
     /* fp8 activations / bf16, each with default scratch and with a tiny one (chunks of a
      * few rows of x and of W: 2 * 4096 bf16 elements of x, wbf stays at its default) */
-    const struct hy_cuda_opts opts[4] = {{0, 0, 1}, {0, 0, 0}, {0, 8192, 1}, {0, 8192, 0}};
+    const struct hy_cuda_opts opts[4] = {{0, 0, 1, 0}, {0, 0, 0, 0}, {0, 8192, 1, 0}, {0, 8192, 0, 0}};
     CHECKF(hy_cpu_backend_create(&cpu, 2, &err) == HY_OK, "%s", err.msg);
     for (int i = 0; i < 4; i++)
         CHECKF(hy_cuda_backend_create_opts(&gpu[i], 0, &opts[i], &err) == HY_OK, "%s", err.msg);
