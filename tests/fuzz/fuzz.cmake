@@ -4,7 +4,7 @@
 if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "HYMT_FUZZ needs clang (libFuzzer): CC=clang-14")
 endif()
-set(HYMT_FUZZERS config tokenizer safetensors gguf segment request)
+set(HYMT_FUZZERS config tokenizer safetensors gguf segment http_parse request)
 set(HYMT_FUZZ_SERVER_SOURCES ${HYMT_CLI_SOURCES})
 list(FILTER HYMT_FUZZ_SERVER_SOURCES EXCLUDE REGEX "/main\\.c$")
 # fuzz_request is hymt without main(): its sources, libraries, include folders, definitions
@@ -27,6 +27,10 @@ foreach(name ${HYMT_FUZZERS})
     if(HYMT_FUZZ_SERVER_DEPS)
       add_dependencies(fuzz_${name} ${HYMT_FUZZ_SERVER_DEPS})
     endif()
+  elseif(name STREQUAL "http_parse") # the parser alone: it needs only core/
+    add_executable(fuzz_${name} ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_${name}.c
+      ${CMAKE_SOURCE_DIR}/src/server/http_parse.c)
+    target_link_libraries(fuzz_${name} PRIVATE hymt_lib)
   else()
     add_executable(fuzz_${name} ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_${name}.c)
     target_link_libraries(fuzz_${name} PRIVATE hymt_lib)

@@ -13,7 +13,7 @@ shift 2
 SECS=${HYMT_FUZZ_SECONDS:-15}
 CC_FUZZ=${CC_FUZZ:-$(command -v clang-14 || command -v clang)}
 [ -n "$CC_FUZZ" ] || { echo "fuzz: clang not found (scripts/deps.sh --test installs clang)"; exit 1; }
-names=${*:-config tokenizer safetensors gguf segment request}
+names=${*:-config tokenizer safetensors gguf segment http_parse request}
 
 t0=$(date +%s)
 if [ ! -f "$B/CMakeCache.txt" ]; then
@@ -21,6 +21,8 @@ if [ ! -f "$B/CMakeCache.txt" ]; then
     cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Debug -DHYMT_SANITIZE=ON -DHYMT_CUDA=OFF \
         -DHYMT_FUZZ=ON -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link \
         >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; echo "fuzz: configure failed"; exit 1; }
+else # refresh: a target added since the folder was configured must exist for --target
+    cmake "$B" >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; echo "fuzz: configure failed"; exit 1; }
 fi
 targets=""
 for n in $names; do targets="$targets fuzz_$n"; done
