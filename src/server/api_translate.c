@@ -45,12 +45,13 @@ static json_t *result_json(const struct tr *t, bool with_text)
 {
     double now = hy_clock_now();
     json_t *j = json_pack(
-        "{s:o,s:o,s:s,s:I,s:{s:I,s:I},s:{s:f,s:f,s:f}}", "source_lang", lang_json(t->res.src),
+        "{s:o,s:o,s:s,s:I,s:{s:I,s:I},s:{s:o,s:o,s:o}}", "source_lang", lang_json(t->res.src),
         "target_lang", lang_json(t->o.tgt), "model", t->srv->cfg.model_name, "segments",
         (json_int_t)t->res.segments, "usage", "prompt_tokens", (json_int_t)t->res.tokens_in,
         "completion_tokens", (json_int_t)t->res.tokens_out, "timing_ms", "queue",
-        (t->t_start - t->t0) * 1e3, "first_token",
-        t->t_first > 0 ? (t->t_first - t->t0) * 1e3 : -1.0, "total", (now - t->t0) * 1e3);
+        hy_http_ms(t->t_start - t->t0), "first_token",
+        t->t_first > 0 ? hy_http_ms(t->t_first - t->t0) : json_real(-1.0), "total",
+        hy_http_ms(now - t->t0));
     if (with_text)
         json_object_set_new(j, "translation",
                             json_stringn(t->whole.p ? t->whole.p : "", t->whole.n));
@@ -63,7 +64,7 @@ static json_t *result_json(const struct tr *t, bool with_text)
 
 static void event(struct tr *t, json_t *j)
 {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *s = j ? json_dumps(j, HY_HTTP_JSON_FLAGS) : NULL;
     json_decref(j);
     if (s)
         hy_http_buf_printf(&t->events, "data: %s\n\n", s);

@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "core/log.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,8 +120,13 @@ static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, con
         hy_http_buf_printf(b, "Content-Length: %lld\r\n", length);
     else if (length == -1 && !req->http10)
         hy_http_buf_printf(b, "Transfer-Encoding: chunked\r\n");
+    if (req->id[0])
+        hy_http_buf_printf(b, "X-Request-Id: %s\r\n", req->id);
     if (s->cfg.cors)
-        hy_http_buf_printf(b, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n", s->cfg.cors);
+        hy_http_buf_printf(b,
+                           "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n"
+                           "Access-Control-Expose-Headers: X-Request-Id\r\n",
+                           s->cfg.cors);
     if (status == 429 || status == 503)
         hy_http_buf_printf(b, "Retry-After: 1\r\n");
     if (status == 405)
@@ -147,7 +153,7 @@ bool hy_http_text(struct hy_http_req *req, int status, const char *type, const v
 
 bool hy_http_json(struct hy_http_req *req, int status, json_t *body)
 {
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *s = body ? json_dumps(body, HY_HTTP_JSON_FLAGS) : NULL;
     json_decref(body);
     if (!s) {
         static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
@@ -285,6 +291,30 @@ void hy_http_new_id(struct hy_server *srv, const char *prefix, char *buf, size_t
              (unsigned long long)x);
 }
 
+void hy_http_request_id(struct hy_server *srv, const char *v, size_t n, char *out)
+{
+    bool ok = v && n >= 1 && n <= HY_HTTP_REQUEST_ID_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = v[i] >= 0x21 && v[i] <= 0x7e;
+    if (ok) {
+        memcpy(out, v, n);
+        out[n] = '\0';
+    } else { /* splitmix64 of a counter: distinct, and not mostly zeros like new_id's first */
+        uint64_t z = atomic_fetch_add(&srv->next_id, 1) +
+                     (uint64_t)srv->created * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        snprintf(out, HY_HTTP_REQUEST_ID_MAX + 1, "%016llx%08llx", (unsigned long long)z,
+                 (unsigned long long)(z * 0x9E3779B97F4A7C15ull >> 32));
+    }
+}
+
+json_t *hy_http_ms(double seconds)
+{
+    return json_real(round(seconds * 1e4) / 10);
+}
+
 void hy_http_log_escape(const char *s, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
@@ -299,6 +329,29 @@ void hy_http_log_escape(const char *s, size_t n, char *out, size_t cap)
         out[o < cap ? o : cap - 1] = '\0';
 }
 
+/* The request's one log line. Text: the human line plus request_id=; JSON: every value
+ * also as its own field. Method and path are escaped either way (no forged lines). */
+static void log_request(const struct hy_http_req *req, double dt, bool gone)
+{
+    char m[80], p[600], st[16], ms[32], in[24], out[24];
+    hy_http_log_escape(req->method, strlen(req->method), m, sizeof m);
+    hy_http_log_escape(req->path, strlen(req->path), p, sizeof p);
+    snprintf(st, sizeof st, "%d", req->status);
+    snprintf(ms, sizeof ms, "%.1f", dt * 1e3);
+    snprintf(in, sizeof in, "%lld", (long long)req->tokens_in);
+    snprintf(out, sizeof out, "%lld", (long long)req->tokens_out);
+    bool json = hy_log_get_format() == HY_LOG_JSON;
+    const struct hy_log_field f[] = {
+        {"request_id", req->id},         {"method", json ? m : NULL},
+        {"path", json ? p : NULL},       {"status", json ? st : NULL},
+        {"ms", json ? ms : NULL},        {"tokens_in", json ? in : NULL},
+        {"tokens_out", json ? out : NULL}, {"client_gone", json && gone ? "true" : NULL},
+    };
+    hy_log_fields(HY_LOG_INFO, f, (int)(sizeof f / sizeof f[0]),
+                  "http: %s %s %s %s ms tokens %s+%s%s", m, p, st, ms, in, out,
+                  gone ? " (client went away: cancelled)" : "");
+}
+
 void hy_http_req_unref(struct hy_http_req *req)
 {
     if (atomic_fetch_sub(&req->refs, 1) != 1)
@@ -310,12 +363,7 @@ void hy_http_req_unref(struct hy_http_req *req)
         req->status = 499; /* closed before any response (nginx's "client closed request") */
     hy_metrics_record(&srv->metrics, req->route, req->status, dt, req->tokens_in,
                       req->tokens_out, gone);
-    char m[80], p[600];
-    hy_http_log_escape(req->method, strlen(req->method), m, sizeof m);
-    hy_http_log_escape(req->path, strlen(req->path), p, sizeof p);
-    HY_LOGI("http: %s %s %d %.1f ms tokens %lld+%lld%s", m, p, req->status, dt * 1e3,
-            (long long)req->tokens_in, (long long)req->tokens_out,
-            gone ? " (client went away: cancelled)" : "");
+    log_request(req, dt, gone);
     if (req->active && atomic_fetch_sub(&srv->active, 1) == 1) {
         pthread_mutex_lock(&srv->idle_mu);
         pthread_cond_broadcast(&srv->idle_cv);
@@ -380,7 +428,7 @@ static bool preflight(struct hy_http_req *req)
     struct hy_http_buf b = {0};
     head(req, &b, 204, NULL, -2);
     hy_http_buf_printf(&b, "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
-                           "Access-Control-Allow-Headers: Authorization, Content-Type\r\n"
+                           "Access-Control-Allow-Headers: Authorization, Content-Type, X-Request-Id\r\n"
                            "Access-Control-Max-Age: 600\r\n\r\n");
     send_bytes(req, b.p, b.n, true);
     hy_http_buf_free(&b);

@@ -28,6 +28,14 @@
 struct hy_loop;
 struct hy_work;
 
+/* A request id: the client's X-Request-Id when it is 1..HY_HTTP_REQUEST_ID_MAX bytes of
+ * visible ASCII (0x21-0x7e), else a generated one (24 hex digits). It is on the request's
+ * log line and in every response's X-Request-Id header. */
+#define HY_HTTP_REQUEST_ID_MAX 128
+/* jansson dump flags for responses: 15 significant digits, so a value rounded to 0.1
+ * (hy_http_ms) prints as such ("12.3", not "12.300000000000001"). */
+#define HY_HTTP_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
 struct hy_server {
     struct hy_server_config cfg;
     int port;
@@ -67,6 +75,7 @@ struct hy_http_req {
     char method[16];
     char path[256];   /* percent-decoded, checked; longer paths match no route */
     char *auth;       /* the Authorization header's value, or NULL */
+    char id[HY_HTTP_REQUEST_ID_MAX + 1]; /* the request id (see HY_HTTP_REQUEST_ID_MAX) */
     bool head_only;   /* HEAD: the GET response's head alone */
     bool keep_alive;  /* the client's wish (HTTP version, Connection) */
     bool http10;
@@ -126,6 +135,11 @@ void hy_http_notify(void *ctx);
 json_t *hy_http_body_json(struct hy_http_req *req);
 /* A fresh id such as "chatcmpl-..." (prefix + 24 hex digits) into buf. */
 void hy_http_new_id(struct hy_server *srv, const char *prefix, char *buf, size_t cap);
+/* The request id from an X-Request-Id value (v, n bytes; v NULL: none) into
+ * out[HY_HTTP_REQUEST_ID_MAX + 1]: v when valid, else a generated one. */
+void hy_http_request_id(struct hy_server *srv, const char *v, size_t n, char *out);
+/* Seconds as milliseconds rounded to 0.1 ms (a JSON real; dump with HY_HTTP_JSON_FLAGS). */
+json_t *hy_http_ms(double seconds);
 
 /* The first run of every request: routing, methods, auth, readiness, then the handler. */
 bool hy_http_dispatch(struct hy_http_req *req);

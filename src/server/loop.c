@@ -208,22 +208,28 @@ static void refuse(struct hy_loop *l, struct conn *c, int status, const char *co
                    const char *msg, double now)
 {
     struct hy_http_buf body = {0};
+    struct hy_http_req *req = c->req;
+    char id[HY_HTTP_REQUEST_ID_MAX + 1];
+    if (req)
+        memcpy(id, req->id, sizeof id);
+    else
+        hy_http_request_id(l->srv, NULL, 0, id);
     hy_http_error_body(&body, status, code, msg);
     hy_http_buf_printf(&c->out,
                        "HTTP/1.1 %d %s\r\nServer: hymt\r\nContent-Type: application/json\r\n"
-                       "Content-Length: %zu\r\nConnection: close\r\n%s\r\n",
-                       status, hy_http_reason(status), body.n,
+                       "Content-Length: %zu\r\nX-Request-Id: %s\r\nConnection: close\r\n%s\r\n",
+                       status, hy_http_reason(status), body.n, id,
                        status == 429 || status == 503 ? "Retry-After: 1\r\n" : "");
     hy_http_buf_add(&c->out, body.p ? body.p : "", body.n);
     hy_http_buf_free(&body);
-    struct hy_http_req *req = c->req;
     if (req) { /* a request whose body failed: its own log line and metrics */
         req->status = status;
     } else {
         char m[128];
         hy_http_log_escape(msg, strlen(msg), m, sizeof m);
         hy_metrics_record(&l->srv->metrics, HY_ROUTE_OTHER, status, 0, 0, 0, false);
-        HY_LOGI("http: - - %d (%s)", status, m);
+        const struct hy_log_field f[] = {{"request_id", id}};
+        hy_log_fields(HY_LOG_INFO, f, 1, "http: - - %d (%s)", status, m);
     }
     c->close_after = true;
     c->resp_end = true;
@@ -274,6 +280,8 @@ static void on_head(struct hy_loop *l, struct conn *c, const struct hy_http_head
     const struct hy_http_header *a = hy_http_find(h, "authorization");
     if (a)
         req->auth = strndup(a->value, a->value_len);
+    const struct hy_http_header *rid = hy_http_find(h, "x-request-id");
+    hy_http_request_id(s, rid ? rid->value : NULL, rid ? rid->value_len : 0, req->id);
     c->req = req;
     consume(c, (size_t)len);
     if (h->content_length > (int64_t)s->cfg.max_body) {

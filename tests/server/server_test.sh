@@ -35,7 +35,7 @@ start() {
         fi
         sleep 0.05
     done
-    PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/$|\1|p' "$TMP/$name.log")
+    PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/\("}\)\{0,1\}$|\1|p' "$TMP/$name.log")
 }
 
 # req NAME METHOD PATH [curl args]: body $TMP/NAME.body, headers .hdr, status .code
@@ -103,6 +103,27 @@ code tr_short 200; py tr_short "j['source_lang'] == 'zh' and j['target_lang'] ==
 post tr_stream /api/translate '{"text":"One.\n\nTwo.\n\nThree.","target_lang":"fr","stream":true,"max_tokens":8}' -N
 code tr_stream 200; hdr tr_stream 'Content-Type: text/event-stream'
 has tr_stream '"type":"delta"'; has tr_stream '"segments_total":3'; has tr_stream '"type":"done"'; has tr_stream '"completion_tokens"'
+
+# request ids: generated (24 hex digits) and returned, a client's own used, a bad one
+# (a space, a control byte, over 128 bytes) replaced; timings in 0.1 ms
+py tr "all(v == round(v, 1) for v in j['timing_ms'].values())"
+checks=$((checks + 1))
+grep -qiE '^X-Request-Id: [0-9a-f]{24}.$' "$TMP/tr.hdr" || fail "tr: no generated X-Request-Id: $(cat "$TMP/tr.hdr")"
+post rid /api/translate '{"text":"Hi.","tgt":"de","max_tokens":4}' -H 'X-Request-Id: client-id_42/x'
+code rid 200; hdr rid '^X-Request-Id: client-id_42/x.$'
+req rid_err GET /nope -H 'X-Request-Id: e-404'; code rid_err 404; hdr rid_err '^X-Request-Id: e-404.$'
+long_id=$(head -c 129 /dev/zero | tr '\0' 'i')
+for bad in 'has space' "$long_id" "$(printf 'a\001b')"; do
+    req rid_bad GET /health -H "X-Request-Id: $bad"
+    checks=$((checks + 1))
+    grep -qiE '^X-Request-Id: [0-9a-f]{24}.$' "$TMP/rid_bad.hdr" || fail "bad id '$bad' not replaced: $(grep -i request-id "$TMP/rid_bad.hdr")"
+done
+req rid_max GET /health -H "X-Request-Id: $(head -c 128 /dev/zero | tr '\0' 'm')"
+hdr rid_max "^X-Request-Id: $(head -c 128 /dev/zero | tr '\0' 'm').$"
+sleep 0.1 # the log line is written once the response is out
+checks=$((checks + 1))
+grep -q 'http: POST /api/translate 200 [0-9]*\.[0-9] ms tokens [0-9]*+[0-9]* request_id=client-id_42/x$' "$TMP/A.log" ||
+    fail "no log line with the client's request id: $(grep client-id "$TMP/A.log")"
 
 # OpenAI chat and completions, whole and streamed
 post chat /v1/chat/completions '{"model":"x","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"max_tokens":6}'
@@ -324,6 +345,37 @@ echo "overload: 640 at once: $n200 x 200, $n429 x 429 (every 429 within 1 s in t
 kill -TERM "$PID"
 wait "$PID"
 pids=""
+
+# ---------------------------------------------------------------- server E: JSON logs
+# --log-format json: one JSON object a line; the request's line has its id and fields.
+start E --log-format json --threads 1
+U=http://127.0.0.1:$PORT
+AUTH="X-None: 0"
+post jl /v1/completions '{"prompt":"abc","max_tokens":3,"ignore_eos":true}' -H 'X-Request-Id: json-log-1'
+code jl 200; hdr jl '^X-Request-Id: json-log-1.$'
+req jl404 GET /nope
+curl -s -N --max-time 0.3 -H 'X-Request-Id: json-gone' -d '{"prompt":"x","max_tokens":4000,"ignore_eos":true,"stream":true}' "$U/v1/completions" >/dev/null
+sleep 0.3
+kill -TERM "$PID"
+wait "$PID"
+pids=""
+checks=$((checks + 1))
+python3 - "$TMP/E.log" "$(sed -n 's/^X-Request-Id: \([0-9a-f]*\).$/\1/Ip' "$TMP/jl404.hdr")" <<'PYEOF' 2>"$TMP/py.err" || fail "JSON log: $(cat "$TMP/py.err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]  # every line is JSON
+by_id = {l["request_id"]: l for l in lines if "request_id" in l}
+fields = {"ts", "level", "msg", "request_id", "method", "path", "status", "ms", "tokens_in", "tokens_out"}
+a = by_id["json-log-1"]
+assert fields <= set(a), a
+assert (a["method"], a["path"], a["status"], a["tokens_out"]) == ("POST", "/v1/completions", 200, 3), a
+assert a["tokens_in"] > 0 and isinstance(a["ms"], float) and a["ms"] == round(a["ms"], 1), a
+assert "client_gone" not in a, a
+b = by_id[sys.argv[2]]  # a generated id, the one the response carried
+assert (b["path"], b["status"]) == ("/nope", 404), b
+c = by_id["json-gone"]
+assert c["client_gone"] == "true" and c["tokens_out"] > 0, c
+print("JSON log: %d lines, request lines for %d ids" % (len(lines), len(by_id)))
+PYEOF
 
 echo "server_test: $checks checks, $fails failures"
 [ $fails = 0 ]
