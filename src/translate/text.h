@@ -6,50 +6,27 @@
 #ifndef HY_TRANSLATE_TEXT_H
 #define HY_TRANSLATE_TEXT_H
 
+#include "core/utf8.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define TEXT_BAD 0xFFFDu /* what an invalid byte decodes to */
 
-/* Decodes the character at s[0..n) (n >= 1); *len receives 1..4. Strict RFC 3629: no
- * overlongs, no surrogates, nothing above U+10FFFF; anything else is one TEXT_BAD byte. */
+/* Decodes the character at s[0..n) (n >= 1); *len receives 1..4. Strict RFC 3629 (core's
+ * validator): anything that does not start a valid sequence is one TEXT_BAD byte. */
 static inline uint32_t text_decode(const unsigned char *s, size_t n, int *len)
 {
-    unsigned c = s[0];
-    int need;
-    uint32_t cp, min;
-    if (c < 0x80) {
+    if (s[0] < 0x80) { /* most text is mostly ASCII: no call */
         *len = 1;
-        return c;
+        return s[0];
     }
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1, cp = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3, cp = c & 0x07, min = 0x10000;
-    } else {
+    if (hy_utf8_seq_len(s, n) == 0) {
         *len = 1;
         return TEXT_BAD;
     }
-    if ((size_t)need >= n) {
-        *len = 1;
-        return TEXT_BAD;
-    }
-    for (int i = 1; i <= need; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *len = 1;
-            return TEXT_BAD;
-        }
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        *len = 1;
-        return TEXT_BAD;
-    }
-    *len = need + 1;
-    return cp;
+    return hy_utf8_decode(s, len);
 }
 
 /* Unicode White_Space (PropList.txt). */
