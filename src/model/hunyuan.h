@@ -159,6 +159,13 @@ hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backen
  * the config needs (rows 0: a vector of cols); HY_E_FORMAT naming the file and tensor. */
 hy_status hy_model_bind_st(struct hy_weight *w, const struct hy_st *st, const char *name,
                            int64_t rows, int64_t cols, struct hy_err *err);
+/* For the dense loaders: allocates m->layers and binds every decoder layer's tensors
+ * (hy_layer_tensors) from the safetensors set st by their transformers names or, when st
+ * is NULL, from the GGUF file g by their GGUF names; adds their elements to m->n_params.
+ * On failure what was set is freed by hy_model_destroy. */
+struct hy_gguf;
+hy_status hy_model_bind_layers(struct hy_model *m, const struct hy_st *st,
+                               const struct hy_gguf *g, struct hy_err *err);
 
 /* Load options. A zeroed struct loads the weights as stored (hy_model_load). */
 struct hy_model_opts {

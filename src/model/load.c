@@ -75,17 +75,31 @@ void hy_layer_tensors(const struct hy_config *c, struct hy_layer_weights *l,
     memcpy(out, t, sizeof t);
 }
 
-static hy_status bind_layer(struct hy_layer_weights *l, const struct hy_st *st,
-                            const struct hy_config *c, int i, struct hy_err *err)
+hy_status hy_model_bind_layers(struct hy_model *m, const struct hy_st *st,
+                               const struct hy_gguf *g, struct hy_err *err)
 {
-    char name[HY_ST_MAX_NAME];
-    struct hy_layer_tensor t[HY_LAYER_TENSORS];
-    hy_layer_tensors(c, l, t);
-    for (int k = 0; k < HY_LAYER_TENSORS; k++) {
-        snprintf(name, sizeof name, "model.layers.%d.%s.weight", i, t[k].hf);
-        hy_status s = bind(t[k].w, st, name, t[k].rows, t[k].cols, err);
-        if (s)
-            return s;
+    const struct hy_config *c = &m->cfg;
+    m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
+    if (!m->layers)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %lld layers",
+                          (long long)c->num_hidden_layers);
+    char name[HY_ST_MAX_NAME > HY_GGUF_MAX_NAME ? HY_ST_MAX_NAME : HY_GGUF_MAX_NAME];
+    for (int i = 0; i < c->num_hidden_layers; i++) {
+        struct hy_layer_tensor t[HY_LAYER_TENSORS];
+        hy_layer_tensors(c, &m->layers[i], t);
+        for (int k = 0; k < HY_LAYER_TENSORS; k++) {
+            hy_status s;
+            if (st) {
+                snprintf(name, sizeof name, "model.layers.%d.%s.weight", i, t[k].hf);
+                s = hy_model_bind_st(t[k].w, st, name, t[k].rows, t[k].cols, err);
+            } else {
+                snprintf(name, sizeof name, "blk.%d.%s.weight", i, t[k].gguf);
+                s = hy_gguf_bind(t[k].w, g, name, t[k].rows, t[k].cols, err);
+            }
+            if (s)
+                return s;
+            m->n_params += t[k].w->rows * t[k].w->cols;
+        }
     }
     return HY_OK;
 }
@@ -402,24 +416,9 @@ static hy_status bind_all(struct hy_model *m, struct hy_err *err)
         if (s)
             return s;
     }
-    m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
-    if (!m->layers)
-        return hy_err_set(err, HY_E_NOMEM, "out of memory for %lld layers",
-                          (long long)c->num_hidden_layers);
     m->n_params = weight_elems(&m->tok_embd) + weight_elems(&m->out_norm) +
                   (m->lm_head.data == m->tok_embd.data ? 0 : weight_elems(&m->lm_head));
-    for (int i = 0; i < c->num_hidden_layers; i++) {
-        s = bind_layer(&m->layers[i], m->st, c, i, err);
-        if (s)
-            return s;
-        const struct hy_layer_weights *l = &m->layers[i];
-        const struct hy_weight *ws[] = {&l->attn_norm, &l->wq,     &l->wk,       &l->wv,
-                                        &l->q_norm,    &l->k_norm, &l->wo,       &l->ffn_norm,
-                                        &l->w_gate,    &l->w_up,   &l->w_down};
-        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++)
-            m->n_params += weight_elems(ws[k]);
-    }
-    return HY_OK;
+    return hy_model_bind_layers(m, m->st, NULL, err);
 }
 
 /* Resident set size from /proc/self/statm, 0 when unreadable (for the log line). */

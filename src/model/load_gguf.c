@@ -245,21 +245,6 @@ hy_status hy_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char 
     return HY_OK;
 }
 
-static hy_status bind_layer(struct hy_layer_weights *l, const struct hy_gguf *g,
-                            const struct hy_config *c, int i, struct hy_err *err)
-{
-    char name[HY_GGUF_MAX_NAME];
-    struct hy_layer_tensor t[HY_LAYER_TENSORS];
-    hy_layer_tensors(c, l, t);
-    for (int k = 0; k < HY_LAYER_TENSORS; k++) {
-        snprintf(name, sizeof name, "blk.%d.%s.weight", i, t[k].gguf);
-        hy_status s = bind(t[k].w, g, name, t[k].rows, t[k].cols, err);
-        if (s)
-            return s;
-    }
-    return HY_OK;
-}
-
 hy_status hy_model_bind_gguf(struct hy_model *m, const char *path, struct hy_err *err)
 {
     hy_status s = hy_gguf_open(&m->gguf, path, err);
@@ -280,20 +265,6 @@ hy_status hy_model_bind_gguf(struct hy_model *m, const char *path, struct hy_err
         s = bind(&m->lm_head, g, "output.weight", c->vocab_size, c->hidden_size, err);
     if (s)
         return s;
-    m->layers = calloc((size_t)c->num_hidden_layers, sizeof *m->layers);
-    if (!m->layers)
-        return hy_err_set(err, HY_E_NOMEM, "out of memory for %lld layers",
-                          (long long)c->num_hidden_layers);
     m->n_params = c->vocab_size * c->hidden_size * (c->tie_word_embeddings ? 1 : 2) + c->hidden_size;
-    for (int i = 0; i < c->num_hidden_layers; i++) {
-        if ((s = bind_layer(&m->layers[i], g, c, i, err)))
-            return s;
-        const struct hy_layer_weights *l = &m->layers[i];
-        const struct hy_weight *ws[] = {&l->attn_norm, &l->wq,     &l->wk,       &l->wv,
-                                        &l->q_norm,    &l->k_norm, &l->wo,       &l->ffn_norm,
-                                        &l->w_gate,    &l->w_up,   &l->w_down};
-        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++)
-            m->n_params += ws[k]->rows * ws[k]->cols;
-    }
-    return HY_OK;
+    return hy_model_bind_layers(m, NULL, g, err);
 }
