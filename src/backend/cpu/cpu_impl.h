@@ -170,8 +170,13 @@ void hy_cpu_quantize_x_ref(int8_t *q, float *d, float *s, float *d8, const float
 void hy_cpu_kernels_scalar(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k);
 bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k);
-/* Adds the packed prefill kernels (gemm_avx512.c) to an AVX-512 VNNI kernel set. */
+/* Adds the packed prefill kernels (gemm_avx512.c: Q4_G128; gemm_gguf_avx512.c: Q4_0, Q8_0,
+ * Q4_K, Q6_K) to an AVX-512 VNNI kernel set. */
 void hy_cpu_gemm_avx512(struct hy_cpu_kernels *k);
+void hy_cpu_gemm_gguf_avx512(struct hy_cpu_kernels *k);
+/* Adds the GGUF block types' int8 kernels (kernels_gguf_avx512.c, with their packed GEMM)
+ * to an AVX-512 VNNI kernel set. */
+void hy_cpu_kernels_gguf_avx512(struct hy_cpu_kernels *k);
 
 /* Values of quantized activations one matmul call holds at once: matmul quantizes up to
  * this many (a slab of tokens) and runs the slab; larger calls take several slabs. */
@@ -180,7 +185,7 @@ void hy_cpu_gemm_avx512(struct hy_cpu_kernels *k);
 /* Columns of a weight panel packed at once (its bytes stay in L1/L2 while every token of
  * the call passes), and the size of each thread's pack buffer. */
 #define HY_CPU_PACK_COLS 2048
-#define HY_CPU_PACK_GROUP_MAX (33 * 4 * HY_CPU_PANEL) /* largest pack_group_bytes */
+#define HY_CPU_PACK_GROUP_MAX (48 * 4 * HY_CPU_PANEL) /* largest pack_group_bytes (Q6_K) */
 #define HY_CPU_PACK_BYTES ((HY_CPU_PACK_COLS / 128) * (size_t)HY_CPU_PACK_GROUP_MAX)
 
 /* Private state of both CPU backends. */

@@ -158,6 +158,14 @@ static void row_tokens_range(void *ctx, int64_t g0, int64_t g1, int tid)
     const struct mm_job *j = ctx;
     int64_t r1 = 4 * g1 < j->rows ? 4 * g1 : j->rows, G = j->cols / 128;
     (void)tid;
+    if (!j->k->q_row_tokens) { /* a row's bytes stay in L1 while the tokens pass */
+        for (int64_t r = 4 * g0; r < r1; r++)
+            for (int t = 0; t < j->T; t++) {
+                struct hy_cpu_xq xt = xq_token(j, t, 0);
+                j->out[(int64_t)t * j->rows + r] = j->k->q_dot(&xt, j->w + (size_t)r * j->row_bytes, j->cols);
+            }
+        return;
+    }
     for (int64_t r = 4 * g0; r < r1; r++)
         for (int t = 0; t < j->T; t += HY_CPU_ROW_TOKENS) {
             int nt = j->T - t < HY_CPU_ROW_TOKENS ? j->T - t : HY_CPU_ROW_TOKENS;
@@ -351,8 +359,8 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                                  packed_range, &j);
                 continue;
             }
-            if (k->q_row_tokens && n > 1 && T < PACK_MIN_TOKENS && xb == 128) {
-                for (int t = 0; t < n; t++) {
+            if (k->q_pack && n > 1 && T < PACK_MIN_TOKENS) {
+                for (int t = 0; t < n && k->q_row_tokens; t++) {
                     struct hy_cpu_xq xt = xq_token(&j, t, 0);
                     hy_cpu_xq_half_sums(c->xq_g + t * (w->cols / 128), &xt, w->cols);
                 }

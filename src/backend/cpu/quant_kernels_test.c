@@ -1,4 +1,4 @@
-/* quant_kernels_test.c: the CPU kernels of the block dtypes (Q4_0, Q4_K, Q6_K, Q4_G128)
+/* quant_kernels_test.c: the CPU kernels of the block dtypes (Q4_0, Q8_0, Q4_K, Q6_K, Q4_G128)
  * on every SIMD level this machine runs, against the references:
  *  - quantize_x of every ISA gives the reference's bytes exactly;
  *  - float-activation kernels (rows4, toks4, dot, tile4x4) against a double dot product of
@@ -15,8 +15,8 @@
 #include "core/quant.h"
 #include "ops_test_util.h"
 
-static const enum hy_dtype block_dtypes[] = {HY_DTYPE_Q4_0, HY_DTYPE_Q4_K, HY_DTYPE_Q6_K,
-                                             HY_DTYPE_Q4_G128};
+static const enum hy_dtype block_dtypes[] = {HY_DTYPE_Q4_0, HY_DTYPE_Q8_0, HY_DTYPE_Q4_K,
+                                             HY_DTYPE_Q6_K, HY_DTYPE_Q4_G128};
 static double worst_float, worst_q, worst_qx, worst_mm;
 
 /* rows x cols weights of dtype dt at an odd address, and their dequantized values. */
@@ -308,8 +308,8 @@ static void row_tokens_case(const struct hy_cpu_kernels *k, struct rng *r, enum 
     float *x = fmalloc(T * cols), *gs = fmalloc(T * (cols / 128));
     rng_fill(r, x, T * cols, 2.0f);
     struct qx xq;
-    qx_make(&xq, k, x, T, cols, 128);
-    for (int t = 0; t < T; t++)
+    qx_make(&xq, k, x, T, cols, mk->xq_block ? mk->xq_block : 32);
+    for (int t = 0; t < T && cols % 128 == 0; t++)
         hy_cpu_xq_half_sums(gs + t * (cols / 128), &xq.tok[t], cols);
     double worst = 0;
     int differ = 0;

@@ -1,0 +1,88 @@
+#!/bin/sh
+# cpu_compare.sh LLAMA_SRC [WORK=/tmp/hymt-cpu-compare]: hymt against llama.cpp on the CPU,
+# on the same GGUF files, in the same run.
+#
+# Builds hymt (Release, CPU only) from this checkout and llama.cpp's llama-bench from the
+# source folder LLAMA_SRC (not part of this repository: a CMake tree of llama.cpp; the note
+# in bench/RESULTS.md names the commit measured), makes a random HY-MT1.5-1.8B-shape
+# checkpoint (`hymt make-test-model --preset 1.8b`), converts it with `hymt convert` to
+# Q4_0, Q8_0 and Q4_K_M GGUF, then for each type runs, ROUNDS times and alternating,
+#   hymt bench -m FILE --batch 1 --prompt-len 64 --gen-len 32 -t THREADS
+#   llama-bench -m FILE -t THREADS -p 64 -n 32
+# so that background load on a shared machine hits both alike, and prints the prompt and
+# decode tok/s of both (ranges over the rounds) with the ratio hymt / llama.cpp.
+#
+# Environment: THREADS (2), ROUNDS (3), TYPES ("q4_0 q8_0 q4_k_m"), LLAMA_CMAKE_FLAGS (the
+# CPU flags below: llama.cpp's native build uses every instruction of the build machine,
+# and the development machine's compiler picks some its CPU lacks; set them for yours),
+# JOBS (build parallelism, nproc).
+set -eu
+[ $# -ge 1 ] || { echo "usage: $0 LLAMA_SRC [WORK]" >&2; exit 2; }
+LLAMA_SRC=$(cd "$1" && pwd)
+WORK=${2:-/tmp/hymt-cpu-compare}
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+TYPES=${TYPES:-"q4_0 q8_0 q4_k_m"}
+JOBS=${JOBS:-$(nproc)}
+LLAMA_CMAKE_FLAGS=${LLAMA_CMAKE_FLAGS:-"-DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON \
+-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+[ -f "$LLAMA_SRC/CMakeLists.txt" ] || { echo "$LLAMA_SRC: no CMakeLists.txt" >&2; exit 2; }
+mkdir -p "$WORK"
+
+HB=$WORK/hymt-build
+LB=$WORK/llama-build
+cmake -S "$REPO" -B "$HB" -DCMAKE_BUILD_TYPE=Release -DHYMT_CUDA=OFF >/dev/null
+cmake --build "$HB" -j"$JOBS" --target hymt >/dev/null
+# shellcheck disable=SC2086 # the flags are separate words
+cmake -S "$LLAMA_SRC" -B "$LB" -DCMAKE_BUILD_TYPE=Release $LLAMA_CMAKE_FLAGS -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >/dev/null
+cmake --build "$LB" -j"$JOBS" --target llama-bench >/dev/null
+HYMT=$HB/hymt
+LBENCH=$LB/bin/llama-bench
+
+M=$WORK/hy-1.8b
+[ -f "$M/config.json" ] || "$HYMT" make-test-model --out "$M" --preset 1.8b >/dev/null
+for t in $TYPES; do
+    [ -f "$WORK/$t.gguf" ] || "$HYMT" convert -m "$M" -o "$WORK/$t.gguf" --type "$t" >/dev/null
+done
+
+echo "machine: $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(date -u '+%F %H:%M') UTC"
+echo "llama.cpp: $LLAMA_SRC$( [ -f "$LLAMA_SRC/COMMIT" ] && echo " (commit $(cat "$LLAMA_SRC/COMMIT"))")"
+echo "threads $THREADS, prompt 64 tokens, 32 generated, $ROUNDS alternating rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+R=$WORK/results.txt
+: >"$R"
+for round in $(seq "$ROUNDS"); do
+    for t in $TYPES; do
+        # hymt bench: | batch | TTFT | prompt tok/s | decode tok/s per seq | ...
+        "$HYMT" bench -m "$WORK/$t.gguf" --batch 1 --prompt-len 64 --gen-len 32 -t "$THREADS" 2>/dev/null |
+            awk -F'|' -v t="$t" '$2 + 0 == 1 { printf "%s hymt %s %s\n", t, $4 + 0, $5 + 0 }' >>"$R"
+        # llama-bench CSV: one row for pp64, one for tg32
+        "$LBENCH" -m "$WORK/$t.gguf" -t "$THREADS" -p 64 -n 32 -o csv 2>/dev/null | tr -d '"' |
+            awk -F, -v t="$t" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                { if ($c["n_prompt"] > 0) p = $c["avg_ts"]; else g = $c["avg_ts"] }
+                END { printf "%s llama %s %s\n", t, p + 0, g + 0 }' >>"$R"
+        echo "round $round $t: $(grep "^$t " "$R" | tail -2 | tr '\n' ' ')" >&2
+    done
+done
+
+# min-max of each column, ratios of the means
+echo
+echo "| GGUF type | hymt prompt tok/s | llama.cpp prompt tok/s | prompt ratio | hymt decode tok/s | llama.cpp decode tok/s | decode ratio |"
+echo "|---|---|---|---|---|---|---|"
+for t in $TYPES; do
+    awk -v t="$t" '
+        function rng(a, b) { return sprintf(a == b ? "%.1f" : "%.1f-%.1f", a, b) }
+        $1 == t { k = $2; n[k]++; sp[k] += $3; sg[k] += $4
+                  if (!(k in pmin) || $3 < pmin[k]) pmin[k] = $3; if ($3 > pmax[k]) pmax[k] = $3
+                  if (!(k in gmin) || $4 < gmin[k]) gmin[k] = $4; if ($4 > gmax[k]) gmax[k] = $4 }
+        END { if (!n["hymt"] || !n["llama"]) { printf "| %s | (a run failed) |\n", t; exit }
+              hp = sp["hymt"] / n["hymt"]; lp = sp["llama"] / n["llama"]
+              hg = sg["hymt"] / n["hymt"]; lg = sg["llama"] / n["llama"]
+              printf "| %s | %s | %s | %.2fx | %s | %s | %.2fx |\n", toupper(t),
+                     rng(pmin["hymt"], pmax["hymt"]), rng(pmin["llama"], pmax["llama"]),
+                     lp > 0 ? hp / lp : 0, rng(gmin["hymt"], gmax["hymt"]),
+                     rng(gmin["llama"], gmax["llama"]), lg > 0 ? hg / lg : 0 }' "$R"
+done
+echo "(ratios: of the means over the rounds; raw figures in $R)"

@@ -1,0 +1,257 @@
+/* kernels_gguf_avx512.c: the GGUF block types (Q4_0, Q8_0, Q4_K, Q6_K) against int8
+ * activations per 32 values (struct hy_cpu_xq) on AVX-512 VNNI + BW: the decode dot
+ * products (one row, one token) that matmul runs for T = 1 and, row by row, for small
+ * batches (each row read from memory once for all of them), and the 4x4 tiles built on
+ * them. Prompts go through the packed GEMM (gemm_gguf_avx512.c).
+ *
+ * Decode streams the weights once, so the work per weight byte must stay below what the
+ * memory delivers: the integer dot products are exact (vpdpbusd), and each step's scales
+ * are built from whole vectors (one load of the block headers, a word permutation, one
+ * conversion) instead of scalar fp16 conversions. Rows are read one after the other, each
+ * a single stream with a software prefetch PF_BYTES ahead (as kernels_avx512.c's Q4_G128). */
+#include "backend/cpu/cpu_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TARGETQ __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma,f16c")))
+#define INLQ static inline __attribute__((always_inline)) TARGETQ
+#define PF_BYTES 4096
+
+INLQ float f16_at(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* 16 floats: the fp16 words at word offsets idx[0..15] of the 64 bytes at p (block scales
+ * that one load covers), each lane its own. */
+INLQ __m512 f16_words(const unsigned char *p, __m256i idx)
+{
+    __m512i h = _mm512_loadu_si512((const void *)p);
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_zextsi256_si512(idx), h)));
+}
+
+/* Q4_0 (value d*(nibble-8)): four blocks a step; lane 4k..4k+3 of the integer sums belong
+ * to block k (the low nibbles of the four blocks against activations 0-15 of each, the high
+ * ones against 16-31); the offset of 8 is subtracted in integers (vpdpbusd of the constant
+ * 8). The four scales sit at words 0, 9, 18, 27 of the step's first 64 bytes. */
+TARGETQ static float q_dot_q4_0(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    const size_t bb = sizeof(struct hy_q4_0_block);
+    const __m512i m4 = _mm512_set1_epi8(15), eight = _mm512_set1_epi8(8), zero = _mm512_setzero_si512();
+    const __m256i didx = _mm256_setr_epi16(0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27);
+    const __m512i xidx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 acc = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 4 <= cols / 32; b += 4) {
+        const unsigned char *blk = w0 + b * bb;
+        _mm_prefetch((const char *)blk + PF_BYTES, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + PF_BYTES + 64, _MM_HINT_T0);
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const void *)(blk + 2)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const void *)(blk + bb + 2)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const void *)(blk + 2 * bb + 2)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const void *)(blk + 3 * bb + 2)), 3);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        __m512i a0 = _mm512_loadu_si512((const void *)(x->q + 32 * b));
+        __m512i a1 = _mm512_loadu_si512((const void *)(x->q + 32 * b + 64));
+        __m512i xlo = _mm512_shuffle_i64x2(a0, a1, 0x88), xhi = _mm512_shuffle_i64x2(a0, a1, 0xDD);
+        __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo, xlo), hi, xhi);
+        __m512i c = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, eight, xlo), eight, xhi);
+        __m512 dx = _mm512_permutexvar_ps(xidx, _mm512_castps128_ps512(_mm_loadu_ps(x->d + b)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, c)),
+                              _mm512_mul_ps(f16_words(blk, didx), dx), acc);
+    }
+    float s = _mm512_reduce_add_ps(acc);
+    if (b < cols / 32) {
+        struct hy_cpu_xq xt = hy_cpu_xq_at(x, 32 * b);
+        s += hy_cpu_q_dot_ref(HY_DTYPE_Q4_0, &xt, w0 + b * bb, cols - 32 * b);
+    }
+    return s;
+}
+
+/* Q8_0 (value d*q, q signed): two blocks a step, lanes 0-7 the first; vpdpbusd multiplies
+ * unsigned by signed bytes, so it takes |q| against the activations carrying q's sign
+ * (exact). The two scales are words 0 and 17 of the step's first 64 bytes. */
+TARGETQ static float q_dot_q8_0(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    const size_t bb = sizeof(struct hy_q8_0_block);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m256i didx = _mm256_setr_epi16(0, 0, 0, 0, 0, 0, 0, 0, 17, 17, 17, 17, 17, 17, 17, 17);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= cols / 32; b += 2) {
+        const unsigned char *blk = w0 + b * bb;
+        _mm_prefetch((const char *)blk + PF_BYTES, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + PF_BYTES + 64, _MM_HINT_T0);
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const void *)(blk + 2))),
+                                       _mm256_loadu_si256((const void *)(blk + bb + 2)), 1);
+        __m512i a = _mm512_loadu_si512((const void *)(x->q + 32 * b));
+        __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), zero, a);
+        __m512i p = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(q), sa);
+        __m512 sc = _mm512_mul_ps(f16_words(blk, didx), _mm512_loadu_ps(x->d8 + 8 * b));
+        if (b & 2)
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sc, acc1);
+        else
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sc, acc0);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    if (b < cols / 32) {
+        struct hy_cpu_xq xt = hy_cpu_xq_at(x, 32 * b);
+        s += hy_cpu_q_dot_ref(HY_DTYPE_Q8_0, &xt, w0 + b * bb, 32);
+    }
+    return s;
+}
+
+/* The 8 six-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K block's 12 packed bytes
+ * (hy_q4_k_scale_min for all eight at once, in 32-bit words). */
+INLQ __m128i q4k_scales_mins(const unsigned char *s)
+{
+    uint32_t u[4];
+    memcpy(u, s, 12);
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+    uint32_t mins_lo = u[1] & m6;
+    u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+    u[2] = mins_lo;
+    u[0] &= m6;
+    return _mm_loadu_si128((const void *)u);
+}
+
+/* Q4_K (value d*sc_j*q - dmin*m_j per sub-block j of 32): a sub-block pair (32 bytes, low
+ * nibbles sub-block 2i, high 2i+1) a step, lanes 0-7 and 8-15; the eight scales converted
+ * once a super-block; the mins through the activation sums (x->s), eight at a time. */
+TARGETQ static float q_dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512 acc = _mm512_setzero_ps();
+    __m256 corr = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
+        const unsigned char *blk = w0 + sb * sizeof(struct hy_q4_k_block);
+        _mm_prefetch((const char *)blk + PF_BYTES, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + PF_BYTES + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + PF_BYTES + 128, _MM_HINT_T0);
+        __m128i sm = q4k_scales_mins(blk + 4);
+        __m512 sc = _mm512_castps256_ps512(
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)), _mm256_set1_ps(f16_at(blk))));
+        __m256 mn = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))),
+                                  _mm256_set1_ps(f16_at(blk + 2)));
+        corr = _mm256_fmadd_ps(mn, _mm256_loadu_ps(x->s + 8 * sb), corr);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            int64_t c = sb * HY_QK_K + 64 * i; /* first value of the pair */
+            __m256i v = _mm256_loadu_si256((const void *)(blk + 16 + 32 * i));
+            __m512i n = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                                           _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+            __m512i p = _mm512_dpbusd_epi32(zero, n, _mm512_loadu_si512((const void *)(x->q + c)));
+            __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * i), _mm256_set1_epi32(2 * i + 1), 1);
+            __m512 ls = _mm512_mul_ps(_mm512_permutexvar_ps(idx, sc), _mm512_loadu_ps(x->d8 + c / 4));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), ls, acc);
+        }
+    }
+    __m128 c4 = _mm_add_ps(_mm256_castps256_ps128(corr), _mm256_extractf128_ps(corr, 1));
+    c4 = _mm_add_ps(c4, _mm_movehl_ps(c4, c4));
+    c4 = _mm_add_ss(c4, _mm_movehdup_ps(c4));
+    return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(c4);
+}
+
+/* Q6_K (value d*sc[e/16]*(q-32), q = 4 low bits from ql | 2 high bits from qh): each half
+ * of a super-block (128 values) is rebuilt as two 64-byte vectors of q (0..63) in value
+ * order; vpdpbusd of q and of the constant 32 with the activations give the exact integer
+ * dot of (q - 32); lanes hold 4 values, so each group of 4 lanes shares one of the 16
+ * scales, converted once a super-block and spread by a permutation. */
+TARGETQ static float q_dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+{
+    const unsigned char *w0 = w;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    const __m512i c32 = _mm512_set1_epi8(32), zero = _mm512_setzero_si512();
+    const __m512i lane4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
+        const unsigned char *blk = w0 + sb * sizeof(struct hy_q6_k_block);
+        for (int k = 0; k < 4; k++)
+            _mm_prefetch((const char *)blk + PF_BYTES + 64 * k, _MM_HINT_T0);
+        __m512 sc = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const void *)(blk + 192)))),
+                                  _mm512_set1_ps(f16_at(blk + 208)));
+        for (int h = 0; h < 2; h++) {
+            __m256i ql0 = _mm256_loadu_si256((const void *)(blk + 64 * h));
+            __m256i ql1 = _mm256_loadu_si256((const void *)(blk + 64 * h + 32));
+            __m256i qh = _mm256_loadu_si256((const void *)(blk + 128 + 32 * h));
+            __m256i p0 = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+            __m256i p1 = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+            __m256i p2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+            __m256i p3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            int64_t c = sb * HY_QK_K + 128 * h;
+            for (int v = 0; v < 2; v++) {
+                __m512i q = v ? _mm512_inserti64x4(_mm512_castsi256_si512(p2), p3, 1)
+                              : _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
+                __m512i a = _mm512_loadu_si512((const void *)(x->q + c + 64 * v));
+                __m512i dq = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, a), _mm512_dpbusd_epi32(zero, c32, a));
+                __m512 ls = _mm512_permutexvar_ps(_mm512_add_epi32(lane4, _mm512_set1_epi32(8 * h + 4 * v)), sc);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dq),
+                                      _mm512_mul_ps(ls, _mm512_loadu_ps(x->d8 + (c + 64 * v) / 4)), acc);
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+#define ROWS_AND_TILE(sfx)                                                                      \
+    TARGETQ static void q_rows4_##sfx(float *y, const struct hy_cpu_xq *x, const void *w,       \
+                                      size_t stride, int64_t cols)                              \
+    {                                                                                           \
+        for (int i = 0; i < 4; i++)                                                             \
+            y[i] = q_dot_##sfx(x, (const unsigned char *)w + i * stride, cols);                 \
+    }                                                                                           \
+    /* the 4 rows' chunk stays in L1 while the 4 tokens pass */                                 \
+    TARGETQ static void q_tile_##sfx(float *y, int64_t ys, const struct hy_cpu_xq x[4],         \
+                                     const void *w, size_t stride, int64_t n, bool add)         \
+    {                                                                                           \
+        for (int t = 0; t < 4; t++)                                                             \
+            for (int i = 0; i < 4; i++) {                                                       \
+                float v = q_dot_##sfx(&x[t], (const unsigned char *)w + i * stride, n);         \
+                y[t * ys + i] = add ? y[t * ys + i] + v : v;                                    \
+            }                                                                                   \
+    }
+
+ROWS_AND_TILE(q4_0)
+ROWS_AND_TILE(q8_0)
+ROWS_AND_TILE(q4_k)
+ROWS_AND_TILE(q6_k)
+
+void hy_cpu_kernels_gguf_avx512(struct hy_cpu_kernels *k)
+{
+    struct hy_cpu_mm_kernels *m = k->mm;
+    m[HY_DTYPE_Q4_0].q_rows4 = q_rows4_q4_0;
+    m[HY_DTYPE_Q4_0].q_dot = q_dot_q4_0;
+    m[HY_DTYPE_Q4_0].q_tile4x4 = q_tile_q4_0;
+    m[HY_DTYPE_Q8_0].q_rows4 = q_rows4_q8_0;
+    m[HY_DTYPE_Q8_0].q_dot = q_dot_q8_0;
+    m[HY_DTYPE_Q8_0].q_tile4x4 = q_tile_q8_0;
+    m[HY_DTYPE_Q4_K].q_rows4 = q_rows4_q4_k;
+    m[HY_DTYPE_Q4_K].q_dot = q_dot_q4_k;
+    m[HY_DTYPE_Q4_K].q_tile4x4 = q_tile_q4_k;
+    m[HY_DTYPE_Q6_K].q_rows4 = q_rows4_q6_k;
+    m[HY_DTYPE_Q6_K].q_dot = q_dot_q6_k;
+    m[HY_DTYPE_Q6_K].q_tile4x4 = q_tile_q6_k;
+    hy_cpu_gemm_gguf_avx512(k);
+}
+
+#else
+
+void hy_cpu_kernels_gguf_avx512(struct hy_cpu_kernels *k)
+{
+    (void)k;
+}
+
+#endif
