@@ -11,8 +11,10 @@
  * projection into logit cosines of ~0.91-0.99, and their flat logits make top-1 flips at
  * near ties common. The thresholds are the measured figures (in brackets, worst model) with
  * margin; the real test of 4-bit accuracy is the 1.8B measurement in the report.
- *  - q8 (Q8_0, head included): every position cosine >= 0.999 [0.99951], mean >= 0.9995
- *    [0.99988]; no top-1 flip unless the stored gap is under 2% of max |logit|.
+ *  - q8 (Q8_0, head included): every position cosine >= 0.998 [0.99856], mean >= 0.9995
+ *    [0.99963]; no top-1 flip unless the stored gap is under 2% of max |logit|. (With
+ *    float activations: [0.99951], [0.99988]; AVX-512 VNNI machines multiply Q8_0 against
+ *    int8 activations per 32 values, as llama.cpp does, which about doubles the error.)
  *  - q4 (Q4_G128; Q4_0 where in-features are not a multiple of 128, as for most of the tiny
  *    models' projections and heads), q4_0, q4_k: cosine >= 0.88 [q4 0.913, q4_0 0.906,
  *    q4_k 0.968], mean >= 0.95 [0.961, 0.965, 0.985]; at most 3 of 129 flips where the gap
@@ -69,7 +71,7 @@ struct qtype {
 };
 
 static const struct qtype qtypes[] = {
-    {"q8", HY_DTYPE_Q8_0, 0.999, 0.9995, 0.02, 0},
+    {"q8", HY_DTYPE_Q8_0, 0.998, 0.9995, 0.02, 0},
     {"q4", HY_DTYPE_Q4_G128, 0.88, 0.95, 0.25, 3},
     {"q4_0", HY_DTYPE_Q4_0, 0.88, 0.95, 0.25, 3},
     {"q4_k", HY_DTYPE_Q4_K, 0.88, 0.95, 0.25, 3},

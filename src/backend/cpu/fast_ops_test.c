@@ -4,11 +4,18 @@
  * T = 1, 2, 3, 5, 17, chunked prefill (pos0 > 0, T > 1) and decode. Weights sit at odd
  * addresses. Each tolerance is derived in a comment; the worst error/bound ratio seen per
  * op is printed so that a creeping loss of accuracy is visible before it fails. */
+#include "backend/cpu/cpu_impl.h"
 #include "ops_test_util.h"
 
 static const enum hy_dtype all_dtypes[] = {HY_DTYPE_F32, HY_DTYPE_F16, HY_DTYPE_BF16};
 
 static double worst_matmul, worst_attn;
+
+/* Set while Q8_0 runs on a kernel set with int8 activations (AVX-512 VNNI: activations
+ * quantized per 32 values, d_b = max|x|/127, each within d_b/2 of its int8 value): the
+ * bound then adds sum over blocks of d_b/2 * sum|w| (the activation rounding) and the int8
+ * kernels' float steps, (cols/32 + 40)*U32 * sum|x w| with 1% for |x^| > |x|. */
+static bool int8_acts;
 
 /* matmul: the fast kernels multiply in float32 (or fuse the multiply into the add) and
  * sum the cols products in some order in float32: |err| <= cols*U32 * sum|x_c w_c| (the
@@ -30,6 +37,16 @@ static bool matmul_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt, 
                 a += fabs((double)x[t * cols + c] * w.val[o * cols + c]);
             want[t * rows + o] = ref[t * rows + o];
             bound[t * rows + o] = (double)(cols + 4) * U32 * a;
+            for (int64_t b0 = 0; int8_acts && b0 < cols; b0 += 32) {
+                double amax = 0, sw = 0;
+                for (int64_t c = b0; c < b0 + 32; c++) {
+                    amax = fmax(amax, fabs(x[t * cols + c]));
+                    sw += fabs(w.val[o * cols + c]);
+                }
+                bound[t * rows + o] += amax / 127 * 0.5 * (1 + 1e-6) * sw;
+            }
+            if (int8_acts)
+                bound[t * rows + o] += (double)(cols / 32 + 40) * U32 * a * 1.01;
         }
     if (bump >= 0) { /* make the fast side see row `bump`'s largest term 1/64 off */
         int64_t cm = 0;
@@ -71,11 +88,15 @@ static void test_matmul(struct hy_backend *be, struct rng *r)
         {1, 32, 1},   {5, 64, 2},    {37, 96, 3},  {101, 320, 5}, {33, 2048, 17},
         {7, 1056, 4}, {250, 512, 1}, {41, 4128, 8}, {3, 32, 6},    {130, 1024, 9},
     };
+    static struct hy_cpu_kernels k512;
+    int8_acts = !strcmp(hy_cpu_backend_isa(be), "avx512") && hy_cpu_kernels_avx512(&k512) &&
+                k512.mm[HY_DTYPE_Q8_0].q_dot;
     for (size_t s = 0; s < sizeof q8_shapes / sizeof q8_shapes[0]; s++)
         CHECKF(matmul_case(be, r, HY_DTYPE_Q8_0, q8_shapes[s][0], q8_shapes[s][1],
                            (int)q8_shapes[s][2], -1),
                "%s matmul Q8_0 rows=%lld cols=%lld T=%d", hy_cpu_backend_isa(be),
                (long long)q8_shapes[s][0], (long long)q8_shapes[s][1], (int)q8_shapes[s][2]);
+    int8_acts = false;
     /* The comparison can fail: one weight 1/64 off (two bf16 ulps) in one row is caught.
      * The row's largest term is >= sum/cols, so the change is >= sum/(64*cols), above the
      * bound (cols + 4)*U32*sum whenever cols < ~500. */
