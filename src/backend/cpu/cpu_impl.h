@@ -177,6 +177,8 @@ void hy_cpu_gemm_gguf_avx512(struct hy_cpu_kernels *k);
 /* Adds the GGUF block types' int8 kernels (kernels_gguf_avx512.c, with their packed GEMM)
  * to an AVX-512 VNNI kernel set. */
 void hy_cpu_kernels_gguf_avx512(struct hy_cpu_kernels *k);
+/* The same on AVX2 (kernels_gguf_avx2.c; vpmaddubsw), for CPUs without AVX-512 VNNI. */
+void hy_cpu_kernels_gguf_avx2(struct hy_cpu_kernels *k);
 
 /* Values of quantized activations one matmul call holds at once: matmul quantizes up to
  * this many (a slab of tokens) and runs the slab; larger calls take several slabs. */

@@ -11,7 +11,7 @@ static const enum hy_dtype all_dtypes[] = {HY_DTYPE_F32, HY_DTYPE_F16, HY_DTYPE_
 
 static double worst_matmul, worst_attn;
 
-/* Set while Q8_0 runs on a kernel set with int8 activations (AVX-512 VNNI: activations
+/* Set while Q8_0 runs on a kernel set with int8 activations (AVX2, AVX-512: activations
  * quantized per 32 values, d_b = max|x|/127, each within d_b/2 of its int8 value): the
  * bound then adds sum over blocks of d_b/2 * sum|w| (the activation rounding) and the int8
  * kernels' float steps, (cols/32 + 40)*U32 * sum|x w| with 1% for |x^| > |x|. */
@@ -88,9 +88,15 @@ static void test_matmul(struct hy_backend *be, struct rng *r)
         {1, 32, 1},   {5, 64, 2},    {37, 96, 3},  {101, 320, 5}, {33, 2048, 17},
         {7, 1056, 4}, {250, 512, 1}, {41, 4128, 8}, {3, 32, 6},    {130, 1024, 9},
     };
-    static struct hy_cpu_kernels k512;
-    int8_acts = !strcmp(hy_cpu_backend_isa(be), "avx512") && hy_cpu_kernels_avx512(&k512) &&
-                k512.mm[HY_DTYPE_Q8_0].q_dot;
+    static struct hy_cpu_kernels ks;
+    const char *isa = hy_cpu_backend_isa(be);
+    if (!strcmp(isa, "avx512"))
+        hy_cpu_kernels_avx512(&ks);
+    else if (!strcmp(isa, "avx2"))
+        hy_cpu_kernels_avx2(&ks);
+    else
+        hy_cpu_kernels_scalar(&ks);
+    int8_acts = ks.mm[HY_DTYPE_Q8_0].q_dot != NULL;
     for (size_t s = 0; s < sizeof q8_shapes / sizeof q8_shapes[0]; s++)
         CHECKF(matmul_case(be, r, HY_DTYPE_Q8_0, q8_shapes[s][0], q8_shapes[s][1],
                            (int)q8_shapes[s][2], -1),

@@ -366,6 +366,7 @@ bool hy_cpu_kernels_avx2(struct hy_cpu_kernels *k)
     k->mm[HY_DTYPE_Q4_G128].q_dot = q_dot_g128;
     k->mm[HY_DTYPE_Q4_G128].q_tile4x4 = q_tile_g128;
     k->mm[HY_DTYPE_Q4_G128].xq_block = 128;
+    hy_cpu_kernels_gguf_avx2(k); /* Q4_0, Q8_0, Q4_K, Q6_K */
     k->quantize_x = quantize_x;
     return true;
 }

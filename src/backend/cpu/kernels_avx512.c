@@ -452,6 +452,8 @@ bool hy_cpu_kernels_avx512(struct hy_cpu_kernels *k)
         hy_cpu_gemm_avx512(k);
         hy_cpu_kernels_gguf_avx512(k); /* Q4_0, Q8_0, Q4_K, Q6_K */
         k->quantize_x = quantize_x;
+    } else {
+        hy_cpu_kernels_gguf_avx2(k); /* AVX-512 without VNNI: the AVX2 integer kernels */
     }
     return true;
 }
