@@ -1,9 +1,9 @@
 #include "cli/args.h"
 
 #include "backend/select.h"
+#include "core/dtype.h"
 #include "core/globals.h"
 #include "core/log.h"
-#include "model/hunyuan.h"
 
 #include "hymt_version.h" /* generated: HYMT_GIT_COMMIT */
 
@@ -463,17 +463,6 @@ int cli_parse_settings(const struct cli_cmd *cmd, int argc, char **argv, struct 
     return parse(cmd, true, argc, argv, opts, n_opts, pos, max_pos, n_pos);
 }
 
-int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out)
-{
-    static struct hy_hub_err err; /* large; one resolution per command */
-    if (hy_hub_resolve_model(arg, out->path, sizeof out->path, out->name, sizeof out->name,
-                             &err)) {
-        fprintf(stderr, "hymt %s: %s\n", cmd->name, err.msg);
-        return 1;
-    }
-    return 0;
-}
-
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap)
 {
     int n = 0;
@@ -556,39 +545,4 @@ int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const 
         return cli_fail(cmd, "--quant must be q8, q4 or fp8 (or q4_0, q4_k, q6_k), not '%s'",
                         quant);
     return CLI_OK;
-}
-
-hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
-                         struct hy_backend **be,
-                         struct hy_model **m, struct hy_err *err)
-{
-    *m = NULL;
-    *be = NULL;
-    int qd = cli_quant_dtype(quant);
-    if (qd < 0)
-        return hy_err_set(err, HY_E_INVAL, "unknown --quant '%s'", quant);
-    int kt = kv_type ? hy_kv_type_parse(kv_type) : HY_KV_AUTO;
-    if (kt < 0)
-        return hy_err_set(err, HY_E_INVAL, "--kv-type must be auto, f32 or bf16, not '%s'",
-                          kv_type);
-    const struct hy_backend_open_opts bo = {.fp8_gemm = fp8_gemm,
-                                            .kv_type = (enum hy_kv_type)kt};
-    hy_status st = hy_backend_open_opts(be, device ? device : default_device, threads, &bo, err);
-    if (st)
-        return st;
-    if (qd == HY_DTYPE_F8_E4M3 && (*be)->i->weight_upload && !(*be)->i->weight_upload_fp8) {
-        st = hy_err_set(err, HY_E_UNSUPPORTED, "--quant fp8 is not supported on the %s backend "
-                        "yet (CPU only)", (*be)->i->name);
-        (*be)->i->destroy(*be);
-        *be = NULL;
-        return st;
-    }
-    struct hy_model_opts mo = {(enum hy_dtype)qd};
-    st = hy_model_load_opts(m, dir, *be, &mo, err);
-    if (st) {
-        (*be)->i->destroy(*be);
-        *be = NULL;
-    }
-    return st;
 }

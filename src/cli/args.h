@@ -25,7 +25,6 @@
 #include <stdio.h>
 
 #include "core/status.h"
-#include "hub/cache.h"
 
 /* CLI_SECRET: a string (a key, a token) masked by --print-config, also read from a file */
 enum cli_kind { CLI_INT, CLI_REAL, CLI_STR, CLI_FLAG, CLI_SECRET };
@@ -84,36 +83,11 @@ int cli_check_device_quant(const struct cli_cmd *cmd, const char *device, const 
  * (as stored); -1 for anything else. */
 int cli_quant_dtype(const char *quant);
 
-struct hy_backend;
-struct hy_model;
-/* Opens the backend named by device (NULL: default_device) and loads the model from dir,
- * quantizing its projections and head when quant is set (cli_quant_dtype). fp8_gemm
- * (--fp8-gemm) puts fp8 weights on the fp8 tensor-core GEMM (hy_backend_open_opts): a CUDA
- * backend only, HY_E_UNSUPPORTED on the CPU. kv_type (--kv-type auto|f32|bf16, NULL: auto)
- * is the KV pool's element type; bf16 is CUDA only. On failure both out pointers are NULL,
- * everything is freed and err says why. */
-hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
-                         struct hy_backend **be,
-                         struct hy_model **m, struct hy_err *err);
-
-/* What -m MODEL names (hub/cache.h hy_hub_resolve_model): path is what the loaders take (the
- * folder or GGUF file given, or the hub cache snapshot of a repo id, or its .gguf file),
- * name the model's display name (the repo id, or the path's last component). */
-struct cli_model {
-    char path[HY_HUB_PATH_MAX];
-    char name[256]; /* a file name (NAME_MAX) or a repo id fits */
-};
-
-/* Resolves arg into *out; on failure prints "hymt CMD: why" (for a repo id absent from the
- * cache: the paths tried and "run `hymt pull ID`") and returns 1 (the exit code). */
-int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out);
-
 /* Parses "1,2,3" into ids (at most cap); -1 with a message on error. */
 int cli_parse_ids(const struct cli_cmd *cmd, const char *s, int32_t *ids, int cap);
 
-/* Usage lines of --quant, --fp8-gemm and --kv-type (cli_load_model's flags) for --help texts in the
- * 29-column layout of serve and translate. */
+/* Usage lines of --quant, --fp8-gemm and --kv-type (cli/load.h cli_load_model's flags) for
+ * --help texts in the 29-column layout of serve and translate. */
 #define HY_CLI_QUANT_USAGE                                                                   \
     "  --quant q8|q4              quantize the projections and the head at load: q8 int8 (Q8_0),\n" \
     "                             q4 4-bit (Q4_G128); also q4_0, q4_k, q6_k (GGUF types),\n"   \

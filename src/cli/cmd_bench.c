@@ -4,6 +4,7 @@
 #include "backend/select.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "engine/engine.h"

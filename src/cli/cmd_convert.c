@@ -17,6 +17,7 @@
  * safetensors model, which uses the stored head as transformers does). */
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "cli/convert.h"
 #include "core/globals.h"
 

@@ -5,6 +5,7 @@
 #include "backend/select.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"

@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "model/hunyuan.h"

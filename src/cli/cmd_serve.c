@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/engine_opts.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "core/globals.h"
 #include "core/log.h"
 #include "server/server.h"

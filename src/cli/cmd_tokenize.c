@@ -3,6 +3,7 @@
  * and encode times go to stderr at info level. */
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/utf8.h"

@@ -5,6 +5,7 @@
 #include "cli/args.h"
 #include "cli/engine_opts.h"
 #include "cli/commands.h"
+#include "cli/load.h"
 #include "core/clock.h"
 #include "core/globals.h"
 #include "core/log.h"

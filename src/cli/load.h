@@ -1,0 +1,41 @@
+/* load.h: finding and loading the model a command names. cli_model_resolve turns -m MODEL
+ * (a folder, a GGUF file or a Hugging Face repo id in the local hub cache) into a path the
+ * loaders take; cli_load_model opens the backend --device names and loads the model on it
+ * with --quant applied. The flags themselves are parsed and checked in args.h. Errors: a
+ * one-line message (printed for cli_model_resolve, in err for cli_load_model), and nothing
+ * is left allocated. */
+#ifndef HY_CLI_LOAD_H
+#define HY_CLI_LOAD_H
+
+#include "cli/args.h"
+#include "core/status.h"
+#include "hub/cache.h"
+
+#include <stdbool.h>
+
+struct hy_backend;
+struct hy_model;
+/* Opens the backend named by device (NULL: default_device) and loads the model from dir,
+ * quantizing its projections and head when quant is set (cli_quant_dtype). fp8_gemm
+ * (--fp8-gemm) puts fp8 weights on the fp8 tensor-core GEMM (hy_backend_open_opts): a CUDA
+ * backend only, HY_E_UNSUPPORTED on the CPU. kv_type (--kv-type auto|f32|bf16, NULL: auto)
+ * is the KV pool's element type; bf16 is CUDA only. On failure both out pointers are NULL,
+ * everything is freed and err says why. */
+hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
+                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                         struct hy_backend **be,
+                         struct hy_model **m, struct hy_err *err);
+
+/* What -m MODEL names (hub/cache.h hy_hub_resolve_model): path is what the loaders take (the
+ * folder or GGUF file given, or the hub cache snapshot of a repo id, or its .gguf file),
+ * name the model's display name (the repo id, or the path's last component). */
+struct cli_model {
+    char path[HY_HUB_PATH_MAX];
+    char name[256]; /* a file name (NAME_MAX) or a repo id fits */
+};
+
+/* Resolves arg into *out; on failure prints "hymt CMD: why" (for a repo id absent from the
+ * cache: the paths tried and "run `hymt pull ID`") and returns 1 (the exit code). */
+int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out);
+
+#endif
