@@ -156,35 +156,12 @@ static void wait_for_stop(const sigset_t *set)
     }
 }
 
-static hy_status load(const struct serve_opts *o, const struct hy_engine_params *ep,
-                      struct hy_backend **be, struct hy_model **m, struct hy_tok **tok,
-                      struct hy_engine **e, struct hy_err *err)
-{
-    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
-                                  o->fp8_gemm, o->kv_type, be, m, err);
-    if (!st) {
-        char desc[320];
-        HY_LOGI("serve: model runs on %s", hy_backend_describe(*be, desc, sizeof desc));
-    }
-    if (!st)
-        st = hy_tok_load(tok, o->model, err);
-    struct hy_engine_params p = *ep;
-    if (!st)
-        st = cli_kv_setup(&o->eng, *be, &p, err);
-    if (!st)
-        st = hy_engine_create(e, *m, &p, err);
-    return st;
-}
-
 static int run(const struct serve_opts *o, struct hy_server_config *cfg,
                const struct hy_engine_params *ep, const sigset_t *set)
 {
     struct hy_err err = {{0}};
     struct hy_server *srv = NULL;
-    struct hy_backend *be = NULL;
-    struct hy_model *m = NULL;
-    struct hy_tok *tok = NULL;
-    struct hy_engine *e = NULL;
+    struct cli_stack stk;
     hy_status st = hy_server_create(&srv, cfg, &err);
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
@@ -192,9 +169,14 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     }
     HY_LOGI("serve: listening on http://%s:%d/ (loading %s)", cfg->host, hy_server_port(srv),
             o->model);
-    st = load(o, ep, &be, &m, &tok, &e, &err);
+    st = cli_stack_load(&stk, o->model, o->device, (int)o->threads, o->quant, o->fp8_gemm,
+                        o->kv_type, &o->eng, ep, &err);
+    if (stk.m) {
+        char desc[320];
+        HY_LOGI("serve: model runs on %s", hy_backend_describe(stk.be, desc, sizeof desc));
+    }
     if (!st)
-        st = hy_server_set_engine(srv, e, tok, &err);
+        st = hy_server_set_engine(srv, stk.e, stk.tok, &err);
     int rc = 0;
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
@@ -210,11 +192,7 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
         HY_LOGI("serve: stopped (%d request(s) cancelled at the drain limit)", left);
     }
     hy_server_destroy(srv); /* before the engine: workers may still read it */
-    hy_engine_destroy(e);
-    hy_tok_destroy(tok);
-    hy_model_destroy(m);
-    if (be)
-        be->i->destroy(be);
+    cli_stack_free(&stk);
     return rc;
 }
 

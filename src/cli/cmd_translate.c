@@ -302,22 +302,13 @@ static const struct hy_lang *lang_or_fail(const char *flag, const char *name)
 static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **files, int n_files)
 {
     struct hy_err err = {{0}};
-    struct hy_backend *be = NULL;
-    struct hy_model *m = NULL;
-    struct hy_tok *tok = NULL;
-    struct hy_engine *e = NULL;
     struct hy_engine_params ep;
     struct cli_engine_flags eng = o->eng;
     if (cli_engine_params(&cmd, &eng, &ep))
         return 2;
-    hy_status st = cli_load_model(o->model, o->device, "auto", (int)o->threads, o->quant,
-                                  o->fp8_gemm, o->kv_type, &be, &m, &err);
-    if (!st)
-        st = hy_tok_load(&tok, o->model, &err);
-    if (!st)
-        st = cli_kv_setup(&eng, be, &ep, &err);
-    if (!st)
-        st = hy_engine_create(&e, m, &ep, &err);
+    struct cli_stack stk;
+    hy_status st = cli_stack_load(&stk, o->model, o->device, (int)o->threads, o->quant,
+                                  o->fp8_gemm, o->kv_type, &eng, &ep, &err);
     int rc = 1;
     if (st) {
         fprintf(stderr, "hymt translate: %s\n", err.msg);
@@ -331,7 +322,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
             d->write_ctx = &k;
             rc = 0;
             for (int i = 0; i < (n_files ? n_files : 1); i++)
-                rc |= translate_one(e, tok, d, n_files ? files[i] : "-", o->format,
+                rc |= translate_one(stk.e, stk.tok, d, n_files ? files[i] : "-", o->format,
                                     o->replace);
             if (o->out && fclose(k.f) != 0) {
                 fprintf(stderr, "hymt translate: cannot write %s: %s\n", o->out, strerror(errno));
@@ -339,11 +330,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
             }
         }
     }
-    hy_engine_destroy(e);
-    hy_tok_destroy(tok);
-    hy_model_destroy(m);
-    if (be)
-        be->i->destroy(be);
+    cli_stack_free(&stk);
     return rc;
 }
 

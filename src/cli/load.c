@@ -2,9 +2,13 @@
 #include "cli/load.h"
 
 #include "backend/select.h"
+#include "cli/engine_opts.h"
+#include "engine/engine.h"
 #include "model/hunyuan.h"
+#include "tokenizer/tokenizer.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out)
 {
@@ -50,4 +54,32 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
         *be = NULL;
     }
     return st;
+}
+
+hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *device,
+                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                         const struct cli_engine_flags *f, const struct hy_engine_params *ep,
+                         struct hy_err *err)
+{
+    memset(s, 0, sizeof *s);
+    hy_status st = cli_load_model(model, device, "auto", threads, quant, fp8_gemm, kv_type,
+                                  &s->be, &s->m, err);
+    if (!st)
+        st = hy_tok_load(&s->tok, model, err);
+    struct hy_engine_params p = *ep;
+    if (!st)
+        st = cli_kv_setup(f, s->be, &p, err);
+    if (!st)
+        st = hy_engine_create(&s->e, s->m, &p, err);
+    return st;
+}
+
+void cli_stack_free(struct cli_stack *s)
+{
+    hy_engine_destroy(s->e);
+    hy_tok_destroy(s->tok);
+    hy_model_destroy(s->m);
+    if (s->be)
+        s->be->i->destroy(s->be);
+    memset(s, 0, sizeof *s);
 }

@@ -38,4 +38,27 @@ struct cli_model {
  * cache: the paths tried and "run `hymt pull ID`") and returns 1 (the exit code). */
 int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out);
 
+/* What serve and translate run, loaded from one model path in this order and freed in the
+ * reverse one. */
+struct hy_tok;
+struct hy_engine;
+struct hy_engine_params;
+struct cli_engine_flags;
+struct cli_stack {
+    struct hy_backend *be;
+    struct hy_model *m;
+    struct hy_tok *tok;
+    struct hy_engine *e;
+};
+/* cli_load_model (default device "auto"), the tokenizer from the same path, then the
+ * engine with parameters *ep completed for the backend by cli_kv_setup (flags f). On
+ * failure err says why and what was loaded stays in *s for cli_stack_free. */
+hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *device,
+                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                         const struct cli_engine_flags *f, const struct hy_engine_params *ep,
+                         struct hy_err *err);
+/* Frees engine, tokenizer, model and backend (any may be NULL); leaves *s zeroed. A server
+ * that reads the engine must be destroyed before. */
+void cli_stack_free(struct cli_stack *s);
+
 #endif
