@@ -105,8 +105,12 @@ static double cosine(const float *a, const float *b, int n)
 
 /* --quant q8 / q4 (Q4_0 here: in-features 64 and 32): every projection, each expert's
  * included, is quantized; the routers stay as stored. Logits against the stored model over
- * 9 positions: q8 cosine >= 0.999 [measured 0.99957], q4 >= 0.88 [0.918]: the bounds of
- * quant_accuracy_test for the dense models. fp8 is refused. */
+ * 9 positions, both on the reference backend (float activations, so this measures the
+ * weights' rounding alone): q8 cosine >= 0.999 [measured 0.99957], q4 >= 0.88 [0.918], the
+ * bounds of quant_accuracy_test for the dense models. (The fast backend multiplies Q8_0 and
+ * Q4_0 with int8 activations, ~2% per layer here; that can flip an expert whose biased
+ * score is within it of the k-th, as one token of this prompt does, and is the kernels'
+ * business: fast_ops_test.) fp8 is refused. */
 static void quantized(const char *dir)
 {
     const struct {
@@ -116,7 +120,7 @@ static void quantized(const char *dir)
     struct hy_backend *be = NULL;
     struct hy_model *ref = NULL, *m = NULL;
     struct hy_err err = {{0}};
-    CHECK(hy_cpu_backend_create(&be, 2, &err) == HY_OK);
+    CHECK(hy_cpu_backend_create_ref(&be, &err) == HY_OK);
     CHECK(hy_model_load(&ref, dir, be, &err) == HY_OK);
     static float want[9 * V], got[9 * V];
     struct hy_ctx *c = NULL;
