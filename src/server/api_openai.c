@@ -210,6 +210,56 @@ static bool run(struct hy_http_req *req, struct oai *o, json_t *body, const int3
     return pump(req);
 }
 
+/* True when v asks for nothing: absent, null, false, 0, "", [], {}, or the string `none_str`
+ * (NULL: no such string). */
+static bool asks_nothing(json_t *v, const char *none_str)
+{
+    return !v || json_is_null(v) || json_is_false(v) ||
+           (json_is_number(v) && json_number_value(v) == 0) ||
+           (json_is_string(v) && (!json_string_length(v) ||
+                                  (none_str && !strcmp(json_string_value(v), none_str)))) ||
+           (json_is_array(v) && !json_array_size(v)) || (json_is_object(v) && !json_object_size(v));
+}
+
+/* Fields of the OpenAI API that hymt does not implement get a 400 naming the field, never
+ * an answer that silently ignores them; a value that asks for nothing (asks_nothing, as
+ * clients send defaults) is accepted. n and best_of other than 1 are refused too (n by
+ * hy_gen_parse). True when the request may go on. */
+static bool refuse_unsupported(struct hy_http_req *req, json_t *body)
+{
+    static const struct {
+        const char *key, *none, *why;
+    } fields[] = {
+        {"tools", NULL, "tool calls are not supported"},
+        {"tool_choice", "none", "tool calls are not supported"},
+        {"functions", NULL, "function calls are not supported"},
+        {"function_call", "none", "function calls are not supported"},
+        {"logprobs", NULL, "log probabilities are not supported"},
+        {"top_logprobs", NULL, "log probabilities are not supported"},
+        {"suffix", NULL, "insertion (a suffix) is not supported"},
+        {"echo", NULL, "echoing the prompt is not supported"},
+        {"logit_bias", NULL, "logit biases are not supported"},
+        {"presence_penalty", NULL, "only 0 is supported (repetition_penalty is)"},
+        {"frequency_penalty", NULL, "only 0 is supported (repetition_penalty is)"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (!asks_nothing(json_object_get(body, fields[i].key), fields[i].none))
+            return !hy_http_error(req, 400, "unsupported_parameter", "%s: %s by hymt",
+                                  fields[i].key, fields[i].why);
+    json_t *rf = json_object_get(body, "response_format");
+    json_t *type = json_object_get(rf, "type");
+    if (rf && !json_is_null(rf) &&
+        !(json_is_string(type) && !strcmp(json_string_value(type), "text")))
+        return !hy_http_error(req, 400, "unsupported_parameter",
+                              "response_format: only {\"type\": \"text\"} is supported by hymt");
+    json_t *best = json_object_get(body, "best_of");
+    if (best && !json_is_null(best) &&
+        !(json_is_integer(best) && json_integer_value(best) == 1))
+        return !hy_http_error(req, 400, "unsupported_parameter",
+                              "best_of: only 1 is supported by hymt");
+    return true;
+}
+
 /* The text of a message's content: a string, or an array of {"type": "text", "text": ...}
  * parts (joined). NULL when malformed. *owned is set when the result must be freed. */
 static const char *content_text(json_t *c, size_t *len, char **owned)
@@ -318,6 +368,10 @@ bool hy_api_chat(struct hy_http_req *req)
     json_t *body = hy_http_body_json(req);
     if (!body)
         return true;
+    if (!refuse_unsupported(req, body)) {
+        json_decref(body);
+        return true;
+    }
     json_t *list = json_object_get(body, "messages");
     size_t cap = json_is_array(list) ? json_array_size(list) : 0;
     struct hy_prompt_msg *msgs = calloc(cap + 1, sizeof *msgs);
@@ -351,6 +405,10 @@ bool hy_api_completions(struct hy_http_req *req)
     json_t *body = hy_http_body_json(req);
     if (!body)
         return true;
+    if (!refuse_unsupported(req, body)) {
+        json_decref(body);
+        return true;
+    }
     json_t *prompt = json_object_get(body, "prompt");
     if (json_is_array(prompt) && json_array_size(prompt) == 1)
         prompt = json_array_get(prompt, 0); /* a one-prompt batch */

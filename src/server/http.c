@@ -132,7 +132,9 @@ static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, con
     if (status == 405)
         hy_http_buf_printf(b, "Allow: %s\r\n",
                            req->route == HY_ROUTE_TRANSLATE || req->route == HY_ROUTE_CHAT ||
-                                   req->route == HY_ROUTE_COMPLETIONS
+                                   req->route == HY_ROUTE_COMPLETIONS ||
+                                   req->route == HY_ROUTE_TOKENIZE ||
+                                   req->route == HY_ROUTE_DETOKENIZE
                                ? "POST, OPTIONS"
                                : "GET, HEAD, OPTIONS");
     hy_http_buf_printf(b, "Connection: %s\r\n", req->close ? "close" : "keep-alive");
@@ -397,6 +399,8 @@ static const struct route routes[] = {
     {"/health", HY_ROUTE_HEALTH, "GET", false, false, hy_api_health},
     {"/ready", HY_ROUTE_READY, "GET", false, false, hy_api_ready},
     {"/metrics", HY_ROUTE_METRICS, "GET", false, false, hy_api_metrics},
+    {"/tokenize", HY_ROUTE_TOKENIZE, "POST", true, true, hy_api_tokenize},
+    {"/detokenize", HY_ROUTE_DETOKENIZE, "POST", true, true, hy_api_detokenize},
 };
 
 static const struct route *find_route(const char *path)

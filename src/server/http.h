@@ -178,5 +178,7 @@ bool hy_api_health(struct hy_http_req *req);
 bool hy_api_ready(struct hy_http_req *req);
 bool hy_api_metrics(struct hy_http_req *req);
 bool hy_api_page(struct hy_http_req *req);
+bool hy_api_tokenize(struct hy_http_req *req);
+bool hy_api_detokenize(struct hy_http_req *req);
 
 #endif

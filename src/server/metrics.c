@@ -19,6 +19,8 @@ static const char *const routes[HY_ROUTE_COUNT] = {"/",
                                                    "/health",
                                                    "/ready",
                                                    "/metrics",
+                                                   "/tokenize",
+                                                   "/detokenize",
                                                    "other"};
 
 const char *hy_metrics_route_name(enum hy_route r)

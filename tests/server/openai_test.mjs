@@ -56,6 +56,14 @@ async function main() {
 
   await assert.rejects(client.chat.completions.create({ model, messages, n: 2 }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
+  // fields hymt does not implement: a 400 naming the field, never silently ignored
+  const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+  await assert.rejects(client.chat.completions.create({ model, messages, tools }),
+    (e) => e instanceof OpenAI.BadRequestError && /^tools:/.test(e.error.message));
+  await assert.rejects(client.chat.completions.create({ model, messages, response_format: { type: 'json_object' } }),
+    (e) => e instanceof OpenAI.BadRequestError && /^response_format:/.test(e.error.message));
+  await assert.rejects(client.completions.create({ model, prompt: 'abc', logprobs: 2 }),
+    (e) => e instanceof OpenAI.BadRequestError && /^logprobs:/.test(e.error.message));
   const bad = new OpenAI({ baseURL, apiKey: 'wrong', maxRetries: 0 });
   await assert.rejects(bad.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
   console.log(`openai_test: ok (model ${model}, streamed ${chunks} chunks: ${JSON.stringify(text)})`);

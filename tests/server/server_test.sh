@@ -150,6 +150,71 @@ sys.exit(0 if s['text']==want and s['finish_reason']=='stop' else 1)" "$TMP/gree
 post stopped_s /v1/completions "{\"prompt\":\"hello\",\"max_tokens\":24,\"ignore_eos\":true,\"temperature\":0,\"stop\":$stop,\"stream\":true}" -N
 has stopped_s '"finish_reason":"stop"'
 
+# /tokenize and /detokenize: round trips in both shapes, BOS, control tokens, bounds
+checks=$((checks + 1))
+python3 - "$U" "$AUTH" <<'PYEOF' 2>"$TMP/py.err" || fail "tokenize: $(cat "$TMP/py.err")"
+import json, sys, urllib.request, urllib.error
+base, auth = sys.argv[1], sys.argv[2].split(": ", 1)
+def post(path, body, key=True):
+    r = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    if key:
+        r.add_header(*auth)
+    try:
+        with urllib.request.urlopen(r) as f:
+            return f.status, json.load(f)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+texts = ["Hello world.", "Grüße, 世界! 🎉 naïve", "  two  spaces\n\nand lines\t", "", "<|startoftext|>x<|extra_0|>"]
+for t in texts:
+    st, a = post("/tokenize", {"content": t})
+    assert st == 200 and set(a) == {"tokens"} and all(isinstance(i, int) for i in a["tokens"]), (t, st, a)
+    assert (len(a["tokens"]) > 0) == (t != ""), (t, a)
+    st, d = post("/detokenize", {"tokens": a["tokens"]})
+    assert st == 200 and d == {"content": t}, (t, st, d)
+    st, v = post("/tokenize", {"prompt": t, "add_special_tokens": False})
+    assert st == 200 and v["tokens"] == a["tokens"] and v["count"] == len(a["tokens"]) and v["max_model_len"] > 0, (t, v)
+# control tokens: parsed by default (one id each), spelled out with parse_special false
+st, sp = post("/tokenize", {"content": "<|startoftext|>"})
+st2, lit = post("/tokenize", {"content": "<|startoftext|>", "parse_special": False})
+assert len(sp["tokens"]) == 1 and len(lit["tokens"]) > 1, (sp, lit)
+assert post("/detokenize", {"tokens": lit["tokens"]})[1]["content"] == "<|startoftext|>"
+# BOS: add_special (llama.cpp, default off) and add_special_tokens (vLLM, default on)
+plain = post("/tokenize", {"content": "Hi"})[1]["tokens"]
+assert post("/tokenize", {"content": "Hi", "add_special": True})[1]["tokens"] == sp["tokens"] + plain
+assert post("/tokenize", {"prompt": "Hi"})[1]["tokens"] == sp["tokens"] + plain
+# refusals
+vocab_bad = [{"tokens": [plain[0], -1]}, {"tokens": [10 ** 9]}, {"tokens": [1.5]}, {"tokens": "12"},
+             {"tokens": ["1"]}, {}]
+for b in vocab_bad:
+    st, e = post("/detokenize", b)
+    assert st == 400 and e["error"]["code"] == "invalid_parameter" and "tokens" in e["error"]["message"], (b, st, e)
+for b in [{}, {"content": 5}, {"content": "a", "prompt": "b"}, {"content": "a", "add_special": "yes"},
+          {"content": "a", "with_pieces": True}, {"prompt": None}]:
+    st, e = post("/tokenize", b)
+    assert st == 400 and "error" in e, (b, st, e)
+assert post("/tokenize", {"content": "a"}, key=False)[0] == 401
+assert post("/detokenize", {"tokens": [1]}, key=False)[0] == 401
+# fields hymt does not implement: 400 naming the field; values that ask for nothing pass
+msgs = [{"role": "user", "content": "a"}]
+for k, v in [("tools", [{"type": "function", "function": {"name": "f"}}]), ("tool_choice", "auto"),
+             ("functions", [{"name": "f"}]), ("function_call", "auto"), ("response_format", {"type": "json_object"}),
+             ("logprobs", True), ("top_logprobs", 3), ("n", 2), ("best_of", 2), ("suffix", "x"), ("echo", True),
+             ("logit_bias", {"5": 10}), ("presence_penalty", 0.5), ("frequency_penalty", 1)]:
+    for path, body in [("/v1/chat/completions", {"messages": msgs}), ("/v1/completions", {"prompt": "a"})]:
+        body = dict(body, max_tokens=2, **{k: v})
+        st, e = post(path, body)
+        assert st == 400 and e["error"]["message"].startswith(k + ":"), (path, k, st, e)
+ok = {"model": "m", "messages": msgs, "max_tokens": 2, "stream": False, "stream_options": None, "temperature": None,
+      "top_p": None, "n": 1, "tools": [], "tool_choice": "none", "functions": None, "logprobs": False,
+      "top_logprobs": None, "response_format": {"type": "text"}, "logit_bias": {}, "presence_penalty": 0,
+      "frequency_penalty": 0, "user": "u", "seed": None, "stop": None, "best_of": None, "echo": False, "suffix": None}
+st, r = post("/v1/chat/completions", ok)
+assert st == 200 and r["usage"]["completion_tokens"] >= 1, (st, r)
+st, r = post("/v1/completions", dict(ok, prompt="a", messages=None, best_of=1, suffix=""))
+assert st == 200, (st, r)
+PYEOF
+req e405t GET /tokenize -H "$AUTH"; err e405t 405 method_not_allowed; hdr e405t 'Allow: POST'
+
 # errors
 req e404 GET /nope; err e404 404 not_found
 req e405 GET /api/translate -H "$AUTH"; err e405 405 method_not_allowed; hdr e405 'Allow: POST'
@@ -354,6 +419,12 @@ AUTH="X-None: 0"
 post jl /v1/completions '{"prompt":"abc","max_tokens":3,"ignore_eos":true}' -H 'X-Request-Id: json-log-1'
 code jl 200; hdr jl '^X-Request-Id: json-log-1.$'
 req jl404 GET /nope
+# /detokenize takes up to 262144 ids (the default --max-body holds more)
+python3 -c "import json; print(json.dumps({'tokens': [65] * 262144}, separators=(',', ':')))" >"$TMP/ids_max.json"
+python3 -c "import json; print(json.dumps({'tokens': [65] * 262145}, separators=(',', ':')))" >"$TMP/ids_over.json"
+post ids_max /detokenize @"$TMP/ids_max.json"; code ids_max 200
+py ids_max "len(j['content']) > 0"
+post ids_over /detokenize @"$TMP/ids_over.json"; err ids_over 400 invalid_parameter
 curl -s -N --max-time 0.3 -H 'X-Request-Id: json-gone' -d '{"prompt":"x","max_tokens":4000,"ignore_eos":true,"stream":true}' "$U/v1/completions" >/dev/null
 sleep 0.3
 kill -TERM "$PID"
