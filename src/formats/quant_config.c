@@ -28,7 +28,7 @@ struct hy_quant_ignore {
  * Matching (onig_match) is thread-safe. */
 static pthread_mutex_t onig_lock = PTHREAD_MUTEX_INITIALIZER;
 
-const char *hy_quant_method_name(enum hy_quant_method m)
+const char *hy_quant_config_method_name(enum hy_quant_method m)
 {
     switch (m) {
     case HY_QUANT_FP8: return "fp8";
@@ -113,7 +113,7 @@ static hy_status add_ignore_list(struct hy_quant_config *q, const json_t *obj, c
     return HY_OK;
 }
 
-bool hy_quant_ignored(const struct hy_quant_config *q, const char *name, bool is_linear)
+bool hy_quant_config_ignored(const struct hy_quant_config *q, const char *name, bool is_linear)
 {
     for (int i = 0; i < q->n_ignore; i++) {
         const struct hy_quant_ignore *e = &q->ignore[i];

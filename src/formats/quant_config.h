@@ -66,8 +66,8 @@ void hy_quant_config_free(struct hy_quant_config *q); /* leaves it empty; accept
 
 /* True when module `name` (e.g. "model.layers.0.mlp.down_proj") is on the ignore list;
  * `is_linear` lets the class name "Linear" match. */
-bool hy_quant_ignored(const struct hy_quant_config *q, const char *name, bool is_linear);
+bool hy_quant_config_ignored(const struct hy_quant_config *q, const char *name, bool is_linear);
 
-const char *hy_quant_method_name(enum hy_quant_method m); /* "none", "fp8", "gptq" */
+const char *hy_quant_config_method_name(enum hy_quant_method m); /* "none", "fp8", "gptq" */
 
 #endif

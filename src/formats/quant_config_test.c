@@ -37,15 +37,15 @@ static void test_fp8(void)
         CHECKF(hy_quant_config_parse(&q, buf, NULL, "t", &e) == HY_OK, "%s", e.msg);
         CHECK(q.method == HY_QUANT_FP8 && q.w_per_tensor && !q.w_per_channel && q.act_static);
         CHECK(!q.kv_cache_scheme && q.n_ignore == 3);
-        CHECK(hy_quant_ignored(&q, "lm_head", true));
-        CHECK(hy_quant_ignored(&q, "model.layers.0.mlp.down_proj", true));
-        CHECK(!hy_quant_ignored(&q, "model.layers.0.mlp.down_proj.x", true)); /* exact */
-        CHECK(!hy_quant_ignored(&q, "model.layers.1.mlp.down_proj", true));
-        CHECK(hy_quant_ignored(&q, "model.layers.1.self_attn.q_proj", true));  /* re: */
-        CHECK(hy_quant_ignored(&q, "model.layers.1.self_attn.k_proj", true));
-        CHECK(!hy_quant_ignored(&q, "model.layers.1.self_attn.v_proj", true));
-        CHECK(!hy_quant_ignored(&q, "model.layers.11.self_attn.q_proj", true)); /* \. is a dot */
-        CHECK(!hy_quant_ignored(&q, "model.layers.1.self_attn.q_proj_x", true)); /* $ */
+        CHECK(hy_quant_config_ignored(&q, "lm_head", true));
+        CHECK(hy_quant_config_ignored(&q, "model.layers.0.mlp.down_proj", true));
+        CHECK(!hy_quant_config_ignored(&q, "model.layers.0.mlp.down_proj.x", true)); /* exact */
+        CHECK(!hy_quant_config_ignored(&q, "model.layers.1.mlp.down_proj", true));
+        CHECK(hy_quant_config_ignored(&q, "model.layers.1.self_attn.q_proj", true));  /* re: */
+        CHECK(hy_quant_config_ignored(&q, "model.layers.1.self_attn.k_proj", true));
+        CHECK(!hy_quant_config_ignored(&q, "model.layers.1.self_attn.v_proj", true));
+        CHECK(!hy_quant_config_ignored(&q, "model.layers.11.self_attn.q_proj", true)); /* \. is a dot */
+        CHECK(!hy_quant_config_ignored(&q, "model.layers.1.self_attn.q_proj_x", true)); /* $ */
         hy_quant_config_free(&q);
         CHECK(q.n_ignore == 0 && q.ignore == NULL && q.method == HY_QUANT_NONE);
     }
@@ -70,16 +70,16 @@ static void test_fp8(void)
         "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"channel\"}}}}}";
     CHECKF(hy_quant_config_parse(&q, ct2, NULL, "t", &e) == HY_OK, "%s", e.msg);
     CHECK(q.w_per_tensor && q.w_per_channel && q.kv_cache_scheme);
-    CHECK(hy_quant_ignored(&q, "model.layers.3.mlp.down_proj", false)); /* re.match from start */
-    CHECK(hy_quant_ignored(&q, "x", true) && !hy_quant_ignored(&q, "x", false)); /* class */
+    CHECK(hy_quant_config_ignored(&q, "model.layers.3.mlp.down_proj", false)); /* re.match from start */
+    CHECK(hy_quant_config_ignored(&q, "x", true) && !hy_quant_config_ignored(&q, "x", false)); /* class */
     hy_quant_config_free(&q);
     /* hf_quant_config.json: merged exclude list with wildcards; alone it means FP8 */
     const char *hf = "{\"quantization\": {\"exclude_modules\": [\"model.layers.1.mlp*\"], "
                      "\"kv_cache_quant_algo\": null, \"quant_algo\": \"FP8\"}}";
     angelslim(buf, sizeof buf, "ignored_layers", "tensor", STATIC_ACT);
     CHECKF(hy_quant_config_parse(&q, buf, hf, "t", &e) == HY_OK, "%s", e.msg);
-    CHECK(q.n_ignore == 4 && hy_quant_ignored(&q, "model.layers.1.mlp.up_proj", true));
-    CHECK(!hy_quant_ignored(&q, "model.layers.2.mlp.up_proj", true));
+    CHECK(q.n_ignore == 4 && hy_quant_config_ignored(&q, "model.layers.1.mlp.up_proj", true));
+    CHECK(!hy_quant_config_ignored(&q, "model.layers.2.mlp.up_proj", true));
     CHECK(!strcmp(q.source, "compressed-tensors"));
     hy_quant_config_free(&q);
     CHECKF(hy_quant_config_parse(&q, "{\"hidden_size\": 8}", hf, "t", &e) == HY_OK, "%s", e.msg);

@@ -154,7 +154,7 @@ static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
 /* The fp8 form of w (a layer projection of an fp8 checkpoint, or made by --quant fp8:
  * load_quant.h) when the backend keeps fp8 weights (weight_upload_fp8); false otherwise. */
 static bool fp8_source(const struct hy_model *m, const struct hy_weight *w,
-                       struct hy_fp8_view *v)
+                       struct hy_load_quant_view *v)
 {
     const int nl = (int)m->cfg.num_hidden_layers;
     if (!m->st || !m->be->i->weight_upload_fp8 || !m->layers ||
@@ -168,7 +168,7 @@ static bool fp8_source(const struct hy_model *m, const struct hy_weight *w,
         if (t[k].w != w || t[k].rows == 0)
             continue;
         snprintf(name, sizeof name, "model.layers.%d.%s.weight", i, t[k].hf);
-        return hy_quant_fp8_view(m->st, name, v) && v->rows == w->rows && v->cols == w->cols;
+        return hy_load_quant_fp8_view(m->st, name, v) && v->rows == w->rows && v->cols == w->cols;
     }
     return false;
 }
@@ -194,7 +194,7 @@ static hy_status upload_weights(struct hy_model *m, struct hy_err *err)
     hy_status s = HY_OK;
     int n_fp8 = 0;
     for (; k < n && !s; k++) {
-        struct hy_fp8_view v;
+        struct hy_load_quant_view v;
         saved[k] = *ws[k];
         if (fp8_source(m, ws[k], &v)) {
             s = be->i->weight_upload_fp8(be, ws[k], v.codes, v.scale, v.n_scale, v.input_scale,
@@ -485,7 +485,7 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     if (!s && hyv3 && !gguf)
         s = hy_v3_bind(m, err);
     if (!s && !gguf && !hyv3) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
-        s = hy_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
+        s = hy_load_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
     if (!s && !gguf && !hyv3)
         s = bind_all(m, err);
     const uint64_t used0 = device_used(be);

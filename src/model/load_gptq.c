@@ -1,6 +1,7 @@
 /* load_gptq.c: GPTQ-Int4 checkpoints (AngelSlim GPTQQuantLinear / AutoGPTQ layout, model doc
  * 6.2) dequantized to BF16 at load (contract in load_quant.h). */
 #include "model/load_quant.h"
+#include "model/load_gptq.h"
 
 #include "core/log.h"
 #include "core/threads.h"
@@ -246,8 +247,9 @@ static hy_status check_strays(const struct hy_st *st, struct hy_err *err)
     return HY_OK;
 }
 
-hy_status hy_quant_gptq(struct hy_st *st, const struct hy_config *cfg,
-                        const struct hy_quant_config *q, enum hy_dtype quant, struct hy_err *err)
+hy_status hy_load_gptq_prepare(struct hy_st *st, const struct hy_config *cfg,
+                               const struct hy_quant_config *q, enum hy_dtype quant,
+                               struct hy_err *err)
 {
     (void)cfg;
     size_t n_int = hy_st_int_count(st), n_qw = 0;

@@ -1,6 +1,7 @@
 /* load_quant.c: fp8 checkpoints and --quant fp8, dequantized to BF16 at load (contract in
  * load_quant.h; GPTQ in load_gptq.c). */
 #include "model/load_quant.h"
+#include "model/load_gptq.h"
 
 #include "core/fp8.h"
 #include "core/log.h"
@@ -169,10 +170,10 @@ static hy_status fp8_one(struct hy_st *st, struct hy_pool *pool, const struct hy
         s = hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is missing: quantization_config has "
                        "static input activations", file, key);
     }
-    if (!s && hy_quant_ignored(q, base, true))
+    if (!s && hy_quant_config_ignored(q, base, true))
         HY_LOGW("%s is stored as fp8 although the quantization config ignores it: loading it "
                 "as fp8", base);
-    /* the float32 scales and the codes stay reachable (hy_quant_fp8_view) */
+    /* the float32 scales and the codes stay reachable (hy_load_quant_fp8_view) */
     if (!s)
         s = put_f32(st, ws->name, fi, scale, n_scale, err);
     if (!s && in_scale)
@@ -261,7 +262,7 @@ static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                          n_kept ? ", " : "", base + strlen("model."));
             n_kept++;
-            if (q->method == HY_QUANT_FP8 && !hy_quant_ignored(q, base, true))
+            if (q->method == HY_QUANT_FP8 && !hy_quant_config_ignored(q, base, true))
                 HY_LOGW("%s is stored as %s but the quantization config does not ignore it: "
                         "loading it as stored", base, hy_dtype_name(t->dtype));
         }
@@ -428,8 +429,8 @@ static hy_status quantize_fp8(struct hy_st *st, struct hy_pool *pool, const stru
 
 /* ---- entry points ---- */
 
-hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
-                           enum hy_dtype quant, bool per_channel, struct hy_err *err)
+hy_status hy_load_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
+                                enum hy_dtype quant, bool per_channel, struct hy_err *err)
 {
     struct hy_quant_config q;
     hy_status s = hy_quant_config_load(&q, dir, err);
@@ -438,7 +439,7 @@ hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_co
     bool has_f8 = false;
     for (size_t i = 0; i < hy_st_count(st) && !has_f8; i++)
         has_f8 = hy_st_at(st, i)->dtype == HY_DTYPE_F8_E4M3;
-    s = hy_quant_gptq(st, cfg, &q, quant, err); /* load_gptq.c; nothing without GPTQ tensors */
+    s = hy_load_gptq_prepare(st, cfg, &q, quant, err); /* nothing without GPTQ tensors */
     if (!s && quant == HY_DTYPE_F8_E4M3 && (has_f8 || q.method == HY_QUANT_FP8)) {
         HY_LOGI("--quant fp8: the checkpoint is fp8 already");
         quant = HY_DTYPE_F32;
@@ -455,7 +456,8 @@ hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_co
     return s;
 }
 
-bool hy_quant_fp8_view(const struct hy_st *st, const char *weight_name, struct hy_fp8_view *v)
+bool hy_load_quant_fp8_view(const struct hy_st *st, const char *weight_name,
+                            struct hy_load_quant_view *v)
 {
     char key[HY_ST_MAX_NAME + 32], base[HY_ST_MAX_NAME];
     memset(v, 0, sizeof *v);

@@ -1,7 +1,7 @@
 /* load_quant.h: quantized checkpoints, and fp8 quantization at load, turned into weights the
  * CPU kernels run (model doc section 6).
  *
- * hy_quant_prepare runs between opening the safetensors set and binding the weights
+ * hy_load_quant_prepare runs between opening the safetensors set and binding the weights
  * (hy_model_load_opts). It reads the folder's quantization config (formats/quant_config.h)
  * and puts in-memory tensors into the set (hy_st_put) under the names the binder looks for,
  * so nothing else in the loader changes:
@@ -41,10 +41,11 @@
  *   dequantized as above (embeddings, lm_head and norms stay as stored). On an fp8
  *   checkpoint it changes nothing; on a GPTQ one it is refused.
  *
- * The fp8 form stays reachable for a backend that runs fp8 itself (hy_quant_fp8_view): the
+ * The fp8 form stays reachable for a backend that runs fp8 itself (hy_load_quant_fp8_view): the
  * codes (the mapped file, or host memory for --quant fp8), the scales as float32 and the
  * input scale, by weight name; load.c hands it to the backend's weight_upload_fp8 op (CUDA)
- * in place of the bf16 tensor, which then stays in host memory only. Load-time only, not thread-safe (it modifies the set). */
+ * in place of the bf16 tensor, which then stays in host memory only. Load-time only, not
+ * thread-safe (it modifies the set). */
 #ifndef HY_MODEL_LOAD_QUANT_H
 #define HY_MODEL_LOAD_QUANT_H
 
@@ -56,24 +57,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-hy_status hy_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
-                           enum hy_dtype quant, bool per_channel, struct hy_err *err);
+hy_status hy_load_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
+                                enum hy_dtype quant, bool per_channel, struct hy_err *err);
 
 /* The fp8 form of weight `weight_name` (e.g. "model.layers.0.mlp.up_proj.weight") after
- * hy_quant_prepare: w[r][c] = e4m3(codes[r*cols + c]) * scale[n_scale == 1 ? 0 : r]. */
-struct hy_fp8_view {
+ * hy_load_quant_prepare: w[r][c] = e4m3(codes[r*cols + c]) * scale[n_scale == 1 ? 0 : r]. */
+struct hy_load_quant_view {
     const uint8_t *codes; /* [rows, cols] */
     const float *scale;   /* [n_scale] */
     int64_t rows, cols, n_scale;
     float input_scale;    /* static activation scale; 0 when there is none */
 };
-bool hy_quant_fp8_view(const struct hy_st *st, const char *weight_name, struct hy_fp8_view *v);
-
-/* Internal (load_gptq.c, called by hy_quant_prepare): the GPTQ step above; HY_OK and
- * nothing done when the set holds no integer tensor and the config is not gptq. */
-struct hy_quant_config;
-hy_status hy_quant_gptq(struct hy_st *st, const struct hy_config *cfg,
-                        const struct hy_quant_config *q, enum hy_dtype quant,
-                        struct hy_err *err);
+bool hy_load_quant_fp8_view(const struct hy_st *st, const char *weight_name,
+                            struct hy_load_quant_view *v);
 
 #endif

@@ -25,7 +25,7 @@
  *  - variants: per-channel BF16 scales [out,1], "ignore" with a re: entry, dynamic input
  *    activations (no input_scale), no quantization config at all;
  *  - --quant fp8 (per tensor through hy_model_load_opts, per channel through
- *    hy_quant_prepare): weights equal this test's own quantization, cosine >= 0.99;
+ *    hy_load_quant_prepare): weights equal this test's own quantization, cosine >= 0.99;
  *  - malformed checkpoints: each an error naming the tensor, nothing leaked (ASan). */
 #include "backend/cpu/cpu.h"
 #include "core/fp8.h"
@@ -195,14 +195,14 @@ static void test_angel(const struct ckpt *src)
     if (m) {
         ck_check_weights(m, &deq, "angel", "bf16(e4m3 * scale)");
         /* the fp8 form is reachable: codes as stored, float32 scales, input scale */
-        struct hy_fp8_view v;
+        struct hy_load_quant_view v;
         const struct ck_tensor *codes = &q.t[0], *sc = &q.t[1];
-        CHECK(hy_quant_fp8_view(m->st, codes->name, &v));
+        CHECK(hy_load_quant_fp8_view(m->st, codes->name, &v));
         CHECK(v.rows == codes->shape[0] && v.cols == codes->shape[1] && v.n_scale == 1);
         CHECK(v.codes && !memcmp(v.codes, codes->data, codes->nbytes));
         CHECK(v.scale && v.scale[0] == ((const float *)sc->data)[0]);
         CHECK(v.input_scale == 6.0f / 448.0f);
-        CHECK(!hy_quant_fp8_view(m->st, IGNORED ".weight", &v));
+        CHECK(!hy_load_quant_fp8_view(m->st, IGNORED ".weight", &v));
         CHECK(hy_st_find_stored(m->st, codes->name)->dtype == HY_DTYPE_F8_E4M3);
         CHECK(m->lm_head.data == m->tok_embd.data); /* tied, nothing stored */
     }
@@ -241,8 +241,8 @@ static void test_variants(const struct ckpt *src)
     struct hy_model *m = ck_load(be, dir, HY_DTYPE_F32);
     if (m) {
         ck_check_weights(m, &deq, "per-channel", "bf16(e4m3 * scale)");
-        struct hy_fp8_view v;
-        CHECK(hy_quant_fp8_view(m->st, q.t[0].name, &v) && v.n_scale == v.rows &&
+        struct hy_load_quant_view v;
+        CHECK(hy_load_quant_fp8_view(m->st, q.t[0].name, &v) && v.n_scale == v.rows &&
               v.input_scale == 0 && !memcmp(v.scale, q.t[1].data, q.t[1].nbytes));
     }
     hy_model_destroy(m);
@@ -257,7 +257,7 @@ static void test_variants(const struct ckpt *src)
     ck_free(&deq);
 }
 
-/* --quant fp8: per tensor through the loader, per channel through hy_quant_prepare. */
+/* --quant fp8: per tensor through the loader, per channel through hy_load_quant_prepare. */
 static void test_quant_at_load(const struct ckpt *src)
 {
     struct ckpt c = {0}, q = {0}, deq = {0};
@@ -272,8 +272,8 @@ static void test_quant_at_load(const struct ckpt *src)
     struct hy_model *m = ck_load(be, src_dir, HY_DTYPE_F8_E4M3), *b = ck_load(be, src_dir, HY_DTYPE_F32);
     if (m) {
         ck_check_weights(m, &deq, "--quant fp8", "bf16(e4m3 * scale)");
-        struct hy_fp8_view v;
-        CHECK(hy_quant_fp8_view(m->st, q.t[2].name, &v) && v.n_scale == 1 &&
+        struct hy_load_quant_view v;
+        CHECK(hy_load_quant_fp8_view(m->st, q.t[2].name, &v) && v.n_scale == 1 &&
               v.scale[0] == ((const float *)q.t[3].data)[0] &&
               !memcmp(v.codes, q.t[2].data, q.t[2].nbytes));
         CHECK(m->tok_embd.dtype == HY_DTYPE_BF16 && m->layers[0].attn_norm.dtype ==
@@ -291,10 +291,10 @@ static void test_quant_at_load(const struct ckpt *src)
     snprintf(path, sizeof path, "%s/config.json", src_dir);
     CHECK(hy_config_load(&cfg, path, &e) == HY_OK);
     CHECK(hy_st_open(&st, src_dir, &e) == HY_OK);
-    CHECKF(hy_quant_prepare(st, src_dir, &cfg, HY_DTYPE_F8_E4M3, true, &e) == HY_OK, "%s", e.msg);
-    struct hy_fp8_view v;
+    CHECKF(hy_load_quant_prepare(st, src_dir, &cfg, HY_DTYPE_F8_E4M3, true, &e) == HY_OK, "%s", e.msg);
+    struct hy_load_quant_view v;
     const struct ck_tensor *w = ck_find((struct ckpt *)src, "model.layers.1.mlp.up_proj.weight");
-    CHECK(hy_quant_fp8_view(st, w->name, &v) && v.n_scale == w->shape[0]);
+    CHECK(hy_load_quant_fp8_view(st, w->name, &v) && v.n_scale == w->shape[0]);
     int bad = 0;
     for (int64_t r = 0; r < v.rows && v.scale; r++) {
         float mx = 0;
