@@ -47,7 +47,7 @@ struct hy_moe_weights {
 hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err);
 /* Binds every tensor of m->st (already open) for the hy_v3 config m->cfg: layers,
  * embedding, norm, head, and counts the parameters. On error the caller destroys m
- * (hy_v3_unbind frees what was made). GGUF files: load_gguf.h's hy_gguf_hyv3_bind. */
+ * (hy_v3_unbind frees what was made). GGUF files: load_gguf.h's hy_load_gguf_hyv3_bind. */
 hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err);
 void hy_v3_unbind(struct hy_model *m); /* no-op for a dense model */
 /* The weights load-time quantization replaces: each layer's q/k/v/o, then its dense

@@ -36,7 +36,7 @@ static bool has_tensor(const struct hy_gguf *g, const char *fmt, int i)
     return hy_gguf_find_tensor(g, name) != NULL;
 }
 
-hy_status hy_gguf_hyv3_config(struct hy_config *c, const struct hy_gguf *g, struct hy_err *err)
+hy_status hy_load_gguf_hyv3_config(struct hy_config *c, const struct hy_gguf *g, struct hy_err *err)
 {
     int64_t fs = -1, gating = 2;
     bool norm = true;
@@ -86,7 +86,7 @@ static hy_status bindf(struct hy_weight *w, const struct hy_gguf *g, int64_t row
 {
     char name[HY_GGUF_MAX_NAME];
     snprintf(name, sizeof name, fmt, i);
-    return hy_gguf_bind(w, g, name, rows, cols, err);
+    return hy_load_gguf_bind(w, g, name, rows, cols, err);
 }
 
 /* w[e] = rows row0 .. row0+rows-1 of expert e's [stack_rows, cols] slab of tensor fmt. */
@@ -229,18 +229,18 @@ static hy_status bind_layers(struct hy_model *m, struct hy_err *err)
     return s;
 }
 
-hy_status hy_gguf_hyv3_bind(struct hy_model *m, struct hy_err *err)
+hy_status hy_load_gguf_hyv3_bind(struct hy_model *m, struct hy_err *err)
 {
     const struct hy_config *c = &m->cfg;
     const struct hy_gguf *g = m->gguf;
-    hy_status s = hy_gguf_bind(&m->tok_embd, g, "token_embd.weight", c->vocab_size,
-                               c->hidden_size, err);
+    hy_status s =
+        hy_load_gguf_bind(&m->tok_embd, g, "token_embd.weight", c->vocab_size, c->hidden_size, err);
     if (!s)
-        s = hy_gguf_bind(&m->out_norm, g, "output_norm.weight", 0, c->hidden_size, err);
+        s = hy_load_gguf_bind(&m->out_norm, g, "output_norm.weight", 0, c->hidden_size, err);
     if (!s && c->tie_word_embeddings)
         m->lm_head = m->tok_embd;
     else if (!s)
-        s = hy_gguf_bind(&m->lm_head, g, "output.weight", c->vocab_size, c->hidden_size, err);
+        s = hy_load_gguf_bind(&m->lm_head, g, "output.weight", c->vocab_size, c->hidden_size, err);
     if (!s)
         s = bind_layers(m, err);
     if (!s)

@@ -94,7 +94,7 @@ hy_status hy_model_bind_layers(struct hy_model *m, const struct hy_st *st,
                 s = hy_model_bind_st(t[k].w, st, name, t[k].rows, t[k].cols, err);
             } else {
                 snprintf(name, sizeof name, "blk.%d.%s.weight", i, t[k].gguf);
-                s = hy_gguf_bind(t[k].w, g, name, t[k].rows, t[k].cols, err);
+                s = hy_load_gguf_bind(t[k].w, g, name, t[k].rows, t[k].cols, err);
             }
             if (s)
                 return s;

@@ -153,7 +153,7 @@ static hy_status read_tokens(struct hy_config *c, const struct hy_gguf *g, struc
     return HY_OK;
 }
 
-hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, struct hy_err *err)
+hy_status hy_load_gguf_config(struct hy_config *cfg, const struct hy_gguf *g, struct hy_err *err)
 {
     const char *arch;
     size_t len;
@@ -187,7 +187,7 @@ hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, st
     if (!s)
         s = read_tokens(&c, g, err);
     if (!s && hyv3)
-        s = hy_gguf_hyv3_config(&c, g, err);
+        s = hy_load_gguf_hyv3_config(&c, g, err);
     if (s)
         return s;
     c.rms_norm_eps = eps;
@@ -213,11 +213,11 @@ hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, st
 static hy_status bind(struct hy_weight *w, const struct hy_gguf *g, const char *name, int64_t rows,
                       int64_t cols, struct hy_err *err)
 {
-    return hy_gguf_bind(w, g, name, rows, cols, err);
+    return hy_load_gguf_bind(w, g, name, rows, cols, err);
 }
 
-hy_status hy_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char *name,
-                       int64_t rows, int64_t cols, struct hy_err *err)
+hy_status hy_load_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char *name,
+                            int64_t rows, int64_t cols, struct hy_err *err)
 {
     const struct hy_gguf_tensor *t = hy_gguf_find_tensor(g, name);
     if (!t)
@@ -249,13 +249,13 @@ hy_status hy_model_bind_gguf(struct hy_model *m, const char *path, struct hy_err
 {
     hy_status s = hy_gguf_open(&m->gguf, path, err);
     if (!s)
-        s = hy_config_from_gguf(&m->cfg, m->gguf, err);
+        s = hy_load_gguf_config(&m->cfg, m->gguf, err);
     if (s)
         return s;
     const struct hy_config *c = &m->cfg;
     const struct hy_gguf *g = m->gguf;
     if (c->arch == HY_ARCH_HYV3)
-        return hy_gguf_hyv3_bind(m, err);
+        return hy_load_gguf_hyv3_bind(m, err);
     s = bind(&m->tok_embd, g, "token_embd.weight", c->vocab_size, c->hidden_size, err);
     if (!s)
         s = bind(&m->out_norm, g, "output_norm.weight", 0, c->hidden_size, err);

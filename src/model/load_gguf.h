@@ -18,7 +18,7 @@
 #include "model/hunyuan.h"
 
 /* Fills cfg from the metadata of g (validated with hy_config_validate). */
-hy_status hy_config_from_gguf(struct hy_config *cfg, const struct hy_gguf *g, struct hy_err *err);
+hy_status hy_load_gguf_config(struct hy_config *cfg, const struct hy_gguf *g, struct hy_err *err);
 
 /* Opens path into m->gguf, fills m->cfg and binds every weight (m->layers allocated,
  * m->n_params set). On failure what was set is freed by hy_model_destroy. */
@@ -26,13 +26,14 @@ hy_status hy_model_bind_gguf(struct hy_model *m, const char *path, struct hy_err
 
 /* Binds tensor `name` of shape [rows, cols] (rows 0: a vector of cols; ggml order
  * ne = {cols, rows}) in a type hymt reads. For the GGUF binders of src/model. */
-hy_status hy_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char *name,
-                       int64_t rows, int64_t cols, struct hy_err *err);
+hy_status hy_load_gguf_bind(struct hy_weight *w, const struct hy_gguf *g, const char *name,
+                            int64_t rows, int64_t cols, struct hy_err *err);
 
 /* hy_v3 (llama.cpp's "hy_v3", hy_v3_gguf.c): the expert keys of the metadata into c (after
  * the common ones; which layers are MoE: those with blk.N.ffn_gate_inp.weight), and every
  * weight of m (config already read), the experts as slices of the stacked 3-D tensors. */
-hy_status hy_gguf_hyv3_config(struct hy_config *c, const struct hy_gguf *g, struct hy_err *err);
-hy_status hy_gguf_hyv3_bind(struct hy_model *m, struct hy_err *err);
+hy_status hy_load_gguf_hyv3_config(struct hy_config *c, const struct hy_gguf *g,
+                                   struct hy_err *err);
+hy_status hy_load_gguf_hyv3_bind(struct hy_model *m, struct hy_err *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* fuzz_gguf.c: any bytes as a GGUF file, in a buffer of exactly their size (ASan sees a
  * read past the end). hy_gguf_open_mem opens it or fails naming the source; an opened one
  * is walked (every key, every string of a string array, every tensor byte), and the model
- * config (hy_config_from_gguf) and the tokenizer (hy_tok_load_gguf, then an encode) are
+ * config (hy_load_gguf_config) and the tokenizer (hy_tok_load_gguf, then an encode) are
  * read from it as `hymt -m FILE.gguf` does: each loads or fails with a message. */
 #include "formats/config.h"
 #include "formats/gguf.h"
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     walk(g);
     struct hy_config c;
-    if (hy_config_from_gguf(&c, g, &err) != HY_OK)
+    if (hy_load_gguf_config(&c, g, &err) != HY_OK)
         FZ_ASSERT(err.msg[0], "config error without a message");
     struct hy_tok *t = NULL;
     if (hy_tok_load_gguf(&t, g, &err) == HY_OK) {
