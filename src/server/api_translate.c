@@ -5,7 +5,12 @@
  * whitespace between them) as soon as it and everything before it is done. The handler
  * begins the document and returns; the request's pump runs on a worker each time the
  * engine has news for one of its segments (hy_doc_pump never waits). Admission is the
- * engine's: the first segment queued or 429, as for the single-prompt routes. */
+ * engine's: the first segment queued or 429, as for the single-prompt routes.
+ * A batch (`texts`: up to TR_MAX_TEXTS strings, their characters together within
+ * --max-chars) is one document per text, all begun at once so that their segments share
+ * the engine's batches (a text the full queue does not take yet is begun on a later pump;
+ * the sweep retries while none of the batch is in the engine); the answer is whole, the
+ * translations in the order of the texts. */
 #include "server/gen.h"
 
 #include "core/clock.h"
@@ -17,21 +22,35 @@
 #include <string.h>
 
 #define TR_LANG_MAX 64
+#define TR_MAX_TEXTS 128 /* texts in one batch request */
+
+struct tr;
+
+/* One text of the request: its document on the engine and its translation. */
+struct tr_item {
+    struct tr *t;
+    size_t off, len;         /* the text: t->text + off */
+    struct hy_doc_opts o;    /* t->o with this item as the sink's context */
+    struct hy_doc_result res;
+    struct hy_doc *doc;
+    bool begun, done;
+    struct hy_http_buf whole; /* not streaming: the translation */
+};
 
 struct tr {
     struct hy_http_req *req;
     struct hy_server *srv;
-    char *text; /* owned copy of the request's text */
-    size_t len;
+    char *text; /* owned copy of the request's text(s), one after the other */
     struct hy_doc_opts o;
-    struct hy_doc_result res;
-    struct hy_doc *doc;
+    struct hy_doc_result res; /* the items' results added up (finish) */
+    struct tr_item *items;
+    size_t n_items, n_begun;
+    bool batch;               /* texts[]: answered with translations[] */
     bool stream;
     hy_status st;
     struct hy_err err;
     double t0, t_start, t_first, deadline;
     struct hy_http_buf events; /* streaming: not yet sent */
-    struct hy_http_buf whole;  /* not streaming: the translation */
     size_t done, total;
 };
 
@@ -52,9 +71,21 @@ static json_t *result_json(const struct tr *t, bool with_text)
         hy_http_ms(t->t_start - t->t0), "first_token",
         t->t_first > 0 ? hy_http_ms(t->t_first - t->t0) : json_real(-1.0), "total",
         hy_http_ms(now - t->t0));
-    if (with_text)
-        json_object_set_new(j, "translation",
-                            json_stringn(t->whole.p ? t->whole.p : "", t->whole.n));
+    if (with_text && !t->batch)
+        json_object_set_new(j, "translation", json_stringn(t->items[0].whole.p ? t->items[0].whole.p
+                                                                               : "",
+                                                           t->items[0].whole.n));
+    if (with_text && t->batch) {
+        json_t *list = json_array(), *srcs = json_array();
+        for (size_t i = 0; i < t->n_items; i++) {
+            const struct tr_item *it = &t->items[i];
+            json_array_append_new(list,
+                                  json_stringn(it->whole.p ? it->whole.p : "", it->whole.n));
+            json_array_append_new(srcs, lang_json(it->res.src));
+        }
+        json_object_set_new(j, "translations", list);
+        json_object_set_new(j, "source_langs", srcs);
+    }
     if (t->res.failed)
         json_object_set_new(j, "segments_failed", json_integer((json_int_t)t->res.failed));
     if (t->srv->cfg.demo)
@@ -73,17 +104,17 @@ static void event(struct tr *t, json_t *j)
 
 static hy_status write_whole(void *ctx, const char *s, size_t n, struct hy_err *err)
 {
-    struct tr *t = ctx;
-    if (!t->t_first)
-        t->t_first = hy_clock_now();
-    if (!hy_http_buf_add(&t->whole, s, n))
+    struct tr_item *it = ctx;
+    if (!it->t->t_first)
+        it->t->t_first = hy_clock_now();
+    if (!hy_http_buf_add(&it->whole, s, n))
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     return HY_OK;
 }
 
 static hy_status write_stream(void *ctx, const char *s, size_t n, struct hy_err *err)
 {
-    struct tr *t = ctx;
+    struct tr *t = ((struct tr_item *)ctx)->t;
     (void)err;
     if (!n)
         return HY_OK;
@@ -115,15 +146,37 @@ static int failure(const struct tr *t, const char **code)
     return *code = "translation_failed", t->st == HY_E_INVAL ? 400 : 500;
 }
 
+/* Ends every document (cancelling and releasing what is still in the engine) and adds
+ * the items' results up into t->res. */
+static void end_docs(struct tr *t)
+{
+    const struct hy_lang *src = t->o.src;
+    memset(&t->res, 0, sizeof t->res);
+    for (size_t i = 0; i < t->n_items; i++) {
+        struct tr_item *it = &t->items[i];
+        hy_doc_end(it->doc);
+        it->doc = NULL;
+        t->res.segments += it->res.segments;
+        t->res.failed += it->res.failed;
+        t->res.tokens_in += it->res.tokens_in;
+        t->res.tokens_out += it->res.tokens_out;
+        if (i == 0 || it->res.src != src) /* the batch's source: the one all share, or none */
+            src = i == 0 ? it->res.src : NULL;
+    }
+    t->res.src = t->n_items ? src : t->o.src;
+}
+
 static void tr_free(struct tr *t)
 {
-    hy_doc_end(t->doc); /* cancels and releases the segments still in the engine */
+    end_docs(t);
     if (t->req) {
         t->req->tokens_in = t->res.tokens_in;
         t->req->tokens_out = t->res.tokens_out;
     }
+    for (size_t i = 0; i < t->n_items; i++)
+        hy_http_buf_free(&t->items[i].whole);
     hy_http_buf_free(&t->events);
-    hy_http_buf_free(&t->whole);
+    free(t->items);
     free(t->text);
     free(t);
 }
@@ -131,8 +184,7 @@ static void tr_free(struct tr *t)
 /* The end of a translation (t->st says how): the last event or the whole answer. */
 static void finish(struct hy_http_req *req, struct tr *t)
 {
-    hy_doc_end(t->doc);
-    t->doc = NULL;
+    end_docs(t);
     if (t->t_first > 0)
         hy_http_first_token(req);
     const char *code = NULL;
@@ -163,6 +215,41 @@ static void finish(struct hy_http_req *req, struct tr *t)
     hy_http_sse_send(req, t->events.p, t->events.n, true);
 }
 
+/* Begins the next text's document; false when the engine's queue is full (try later). */
+static bool begin_next(struct tr *t)
+{
+    struct tr_item *it = &t->items[t->n_begun];
+    hy_status st = hy_doc_begin(&it->doc, t->srv->engine, t->srv->tok, t->text + it->off,
+                                it->len, &it->o, &it->res, &t->err);
+    if (st == HY_E_NOSPACE)
+        return false;
+    t->st = st;
+    it->begun = true;
+    t->n_begun++;
+    return true;
+}
+
+/* Pumps every begun document and begins the next texts; *done when all are written. */
+static void pump_docs(struct tr *t, bool *done, bool *starved)
+{
+    bool all = true, in_engine = false;
+    for (size_t i = 0; i < t->n_begun && !t->st; i++) {
+        struct tr_item *it = &t->items[i];
+        bool st_starved = false;
+        if (!it->done)
+            t->st = hy_doc_pump(it->doc, &it->done, &st_starved, &t->err);
+        all = all && it->done;
+        in_engine = in_engine || (!it->done && !st_starved);
+    }
+    size_t before = t->n_begun;
+    while (!t->st && t->n_begun < t->n_items && begin_next(t))
+        all = false;
+    *done = all && t->n_begun == t->n_items;
+    /* starved: others' requests fill the engine's queue and none of ours runs, so no
+     * notification will come: the loop's sweep runs the pump again each tick */
+    *starved = !*done && !in_engine && t->n_begun == before;
+}
+
 static bool pump(struct hy_http_req *req)
 {
     struct tr *t = req->task;
@@ -170,9 +257,7 @@ static bool pump(struct hy_http_req *req)
     if (hy_http_should_stop(req))
         t->st = hy_err_set(&t->err, HY_DOC_CANCELLED, "translation cancelled");
     else
-        t->st = hy_doc_pump(t->doc, &done, &starved, &t->err);
-    /* starved: others' requests fill the engine's queue and none of ours runs, so no
-     * notification will come: the loop's sweep runs the pump again each tick */
+        pump_docs(t, &done, &starved);
     atomic_store(&req->retry, starved && !t->st && !done);
     if (!t->st && !done) {
         if (t->stream && t->events.n) {
@@ -229,31 +314,71 @@ static bool blank(const char *s, size_t n)
     return true;
 }
 
+/* The texts to translate (`text`, or `texts` for a batch) into t->text and t->items;
+ * answers 4xx and returns false on a bad request. */
+static bool parse_texts(struct hy_http_req *req, json_t *body, struct tr *t)
+{
+    struct hy_server *s = req->srv;
+    json_t *text = json_object_get(body, "text"), *texts = json_object_get(body, "texts");
+    t->batch = texts && !json_is_null(texts);
+    if (t->batch && text && !json_is_null(text))
+        return hy_http_error(req, 400, "invalid_parameter", "give text or texts, not both"), false;
+    size_t n = t->batch ? json_array_size(texts) : 1, bytes = 0, chars = 0;
+    if (t->batch && (!json_is_array(texts) || n < 1 || n > TR_MAX_TEXTS))
+        return hy_http_error(req, 400, "invalid_parameter",
+                             "texts: an array of 1 to %d strings is required", TR_MAX_TEXTS),
+               false;
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = t->batch ? json_array_get(texts, i) : text;
+        char name[32] = "text";
+        if (t->batch)
+            snprintf(name, sizeof name, "texts[%zu]", i);
+        if (!json_is_string(x))
+            return hy_http_error(req, 400, "missing_text", "%s: a string is required", name),
+                   false;
+        if (blank(json_string_value(x), json_string_length(x)))
+            return hy_http_error(req, 400, "empty_text", "%s is empty", name), false;
+        bytes += json_string_length(x) + 1;
+        chars += count_chars(json_string_value(x), json_string_length(x));
+    }
+    if (chars > s->cfg.max_chars)
+        return hy_http_error(req, 413, "text_too_long", "%s %zu characters; the limit is %zu",
+                             t->batch ? "texts are" : "text is", chars, s->cfg.max_chars),
+               false;
+    t->text = malloc(bytes);
+    t->items = calloc(n, sizeof *t->items);
+    if (!t->text || !t->items)
+        return hy_http_error(req, 500, "out_of_memory", "out of memory"), false;
+    t->n_items = n;
+    for (size_t i = 0, off = 0; i < n; i++) {
+        json_t *x = t->batch ? json_array_get(texts, i) : text;
+        struct tr_item *it = &t->items[i];
+        it->t = t;
+        it->off = off;
+        it->len = json_string_length(x);
+        memcpy(t->text + off, json_string_value(x), it->len + 1);
+        off += it->len + 1;
+    }
+    return true;
+}
+
 /* Reads the body into t; answers 4xx and returns false on a bad request. */
 static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *stream)
 {
     struct hy_server *s = req->srv;
     struct hy_err err = {{0}};
-    json_t *text = json_object_get(body, "text");
     int64_t max_new = 0;
     t->o.sampling = hy_sampler_params_default();
     uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull;
-    if (!json_is_string(text))
-        return hy_http_error(req, 400, "missing_text", "text: a string is required"), false;
-    t->len = json_string_length(text);
-    if (blank(json_string_value(text), t->len))
-        return hy_http_error(req, 400, "empty_text", "text is empty"), false;
-    size_t chars = count_chars(json_string_value(text), t->len);
-    if (chars > s->cfg.max_chars)
-        return hy_http_error(req, 413, "text_too_long",
-                                    "text is %zu characters; the "
-                                    "limit is %zu",
-                                    chars, s->cfg.max_chars),
-               false;
+    if (!parse_texts(req, body, t))
+        return false;
     if (!parse_lang(req, body, "target_lang", "tgt", false, &t->o.tgt) ||
         !parse_lang(req, body, "source_lang", "src", true, &t->o.src))
         return false;
     hy_status st = hy_json_get_bool(body, "stream", false, stream, &err);
+    if (!st && *stream && t->batch)
+        st = hy_err_set(&err, HY_E_INVAL, "stream: not supported with texts (a batch is "
+                                          "answered whole)");
     if (!st)
         st = hy_json_get_int(body, "max_tokens", false, 1,
                              hy_engine_get_params(s->engine)->max_seq_tokens, &max_new, &err);
@@ -262,9 +387,6 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     if (st)
         return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
     t->o.max_new_tokens = (int)max_new;
-    if (!(t->text = malloc(t->len + 1)))
-        return hy_http_error(req, 500, "out_of_memory", "out of memory"), false;
-    memcpy(t->text, json_string_value(text), t->len + 1);
     return true;
 }
 
@@ -283,7 +405,6 @@ bool hy_api_translate(struct hy_http_req *req)
     t->req = req;
     t->t0 = req->t0;
     t->deadline = req->deadline;
-    t->o.write_ctx = t;
     bool ok = parse(req, body, t, &t->stream);
     json_decref(body);
     if (!ok) {
@@ -298,11 +419,15 @@ bool hy_api_translate(struct hy_http_req *req)
     }
     t->o.notify = hy_http_notify;
     t->o.notify_ctx = req;
+    for (size_t i = 0; i < t->n_items; i++) {
+        t->items[i].o = t->o;
+        t->items[i].o.write_ctx = &t->items[i];
+    }
     req->task = t;
     req->pump = pump; /* before the first submit: the engine may notify at once */
     t->t_start = hy_clock_now();
-    hy_status st = hy_doc_begin(&t->doc, s->engine, s->tok, t->text, t->len, &t->o, &t->res,
-                                &t->err);
+    /* admission: the first text's first segment is queued, or 429 */
+    hy_status st = begin_next(t) ? t->st : HY_E_NOSPACE;
     if (st) {
         req->task = NULL;
         t->req = NULL;

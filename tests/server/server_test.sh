@@ -104,6 +104,21 @@ post tr_stream /api/translate '{"text":"One.\n\nTwo.\n\nThree.","target_lang":"f
 code tr_stream 200; hdr tr_stream 'Content-Type: text/event-stream'
 has tr_stream '"type":"delta"'; has tr_stream '"segments_total":3'; has tr_stream '"type":"done"'; has tr_stream '"completion_tokens"'
 
+# a batch: texts[] -> translations[] in order, usage over all, each text validated
+post trb /api/translate '{"texts":["Hello world.","今天天气很好。","One.\n\nTwo.","Bye."],"target_lang":"de","temperature":0,"max_tokens":6}'
+code trb 200
+py trb "len(j['translations']) == 4 and all(isinstance(x, str) and x for x in j['translations']) and j['segments'] >= 5 and len(j['source_langs']) == 4 and j['source_langs'][1] == 'zh' and 'translation' not in j and j['usage']['completion_tokens'] > 0"
+post trb_empty /api/translate '{"texts":[],"tgt":"de"}'; err trb_empty 400 invalid_parameter
+post trb_blank /api/translate '{"texts":["a"," \n"],"tgt":"de"}'; err trb_blank 400 empty_text; has trb_blank 'texts\[1\]'
+post trb_type /api/translate '{"texts":["a",7],"tgt":"de"}'; err trb_type 400 missing_text; has trb_type 'texts\[1\]'
+post trb_both /api/translate '{"texts":["a"],"text":"a","tgt":"de"}'; err trb_both 400 invalid_parameter
+post trb_obj /api/translate '{"texts":"a","tgt":"de"}'; err trb_obj 400 invalid_parameter
+post trb_stream /api/translate '{"texts":["a"],"tgt":"de","stream":true}'; err trb_stream 400 invalid_parameter
+python3 -c "import json; print(json.dumps({'texts': ['a'] * 129, 'tgt': 'de'}))" >"$TMP/trb_many.json"
+post trb_many /api/translate @"$TMP/trb_many.json"; err trb_many 400 invalid_parameter
+python3 -c "import json; print(json.dumps({'texts': ['a' * 300, 'b' * 201], 'tgt': 'de'}))" >"$TMP/trb_long.json"
+post trb_long /api/translate @"$TMP/trb_long.json"; err trb_long 413 text_too_long; has trb_long '501 characters'
+
 # request ids: generated (24 hex digits) and returned, a client's own used, a bad one
 # (a space, a control byte, over 128 bytes) replaced; timings in 0.1 ms
 py tr "all(v == round(v, 1) for v in j['timing_ms'].values())"
@@ -338,6 +353,19 @@ burst() { # burst PREFIX N: N long requests at once in the background; sets burs
         k=$((k + 1))
     done
 }
+# a batch on a one-sequence engine with a one-entry queue: the first text is admitted,
+# the others wait for room (begun on later pumps); greedy, each translation equals the
+# text's own translation alone, in order
+batch_texts='["Good morning.","今天天气很好。","A third text.\n\nIn two paragraphs."]'
+post bq /api/translate "{\"texts\":$batch_texts,\"tgt\":\"fr\",\"temperature\":0,\"max_tokens\":5}"
+code bq 200
+for k in 0 1 2; do
+    one=$(python3 -c "import json,sys; print(json.dumps({'text': json.loads(sys.argv[1])[int(sys.argv[2])], 'tgt': 'fr', 'temperature': 0, 'max_tokens': 5}))" "$batch_texts" $k)
+    post "bq$k" /api/translate "$one"; code "bq$k" 200
+    checks=$((checks + 1))
+    python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['translations'][int(sys.argv[3])]; a=json.load(open(sys.argv[2]))['translation']; sys.exit(a != b)" \
+        "$TMP/bq.body" "$TMP/bq$k.body" $k || fail "batch item $k differs from its own translation: $(cat "$TMP/bq.body") vs $(cat "$TMP/bq$k.body")"
+done
 burst q 8
 for p in $burst_pids; do wait "$p"; done
 codes=$(for f in "$TMP"/q?.code; do cat "$f"; echo; done)
