@@ -47,9 +47,9 @@ static struct {
 } opt = {.port = "8080", .clients = 8, .prompt_tokens = 48, .gen_tokens = 32, .duration = 20,
          .warmup = 2, .timeout = 60};
 
-static char *prompt_text; /* the prompt, sized by calibrate() */
-static char *req_body;
-static size_t req_body_len;
+static char *request_body(long id);
+static int prompt_words;      /* words in each prompt, from calibrate() */
+static atomic_long n_bodies;  /* the next request's id: each one's prompt is distinct */
 
 static double now_s(void)
 {
@@ -196,8 +196,11 @@ static void sse_scan(struct body_sink *b, size_t *scan, struct result *r, double
             text = json_string_value(json_object_get(j, "delta"));
         if (!text && json_object_get(j, "content")) /* llama.cpp's own stream format */
             text = json_string_value(json_object_get(j, "content"));
-        if (text && *text) {
-            r->chunks++;
+        /* The first event that carries a token (its text may be empty: a random model's
+         * tokens can be control tokens or half a character) is the first token. */
+        if (text) {
+            if (*text)
+                r->chunks++;
             if (r->t_first < 0)
                 r->t_first = now_s() - t0;
         }
@@ -359,7 +362,9 @@ static void *client(void *arg)
         double t0 = now_s();
         struct result r;
         enum err_kind kind = E_PARSE;
-        int rc = exchange(&c, req_body, req_body_len, &r, &kind);
+        char *body = request_body(atomic_fetch_add(&n_bodies, 1));
+        int rc = exchange(&c, body, strlen(body), &r, &kind);
+        free(body);
         double t1 = now_s();
         if (opt.requests > 0 || (t1 >= t_measure0 && t1 <= t_end)) /* done in the window */
             record(&r, rc, kind, t1 - t0);
@@ -407,6 +412,7 @@ static char *words(int n)
                                      "lazy"};
     size_t cap = (size_t)n * 8 + 16, at = 0;
     char *s = malloc(cap);
+    s[0] = '\0';
     for (int i = 0; i < n; i++)
         at += (size_t)snprintf(s + at, cap - at, "%s%s", i ? " " : "", w[(i * 5 + i / 8) % 8]);
     if (!n)
@@ -414,21 +420,58 @@ static char *words(int n)
     return s;
 }
 
-/* Prompt tokens the server counts for n words (usage of a 1-token request). */
+/* The prompt of n words for request number id: its first words (up to 8, each one of
+ * 8) spell id in base 8, so that no two requests of a run (nor, from its random first id,
+ * most likely of runs before it on the same server) share a first KV block: the server's
+ * prefix cache cannot skip their prefill, as `hymt bench` (random prompts) cannot either.
+ * calibrate() sizes n on one such prompt; the report gives the mean count. */
+static char *prompt_for(int n, long id)
+{
+    static const char *const w[8] = {"the", "quick", "brown", "fox", "jumps", "over", "a",
+                                     "lazy"};
+    char *p = words(n);
+    size_t cap = strlen(p) + 64, at = 0;
+    char *q = malloc(cap);
+    const char *rest = p;
+    q[0] = '\0';
+    for (int i = 0; i < 8 && i < n; i++, id /= 8) {
+        at += (size_t)snprintf(q + at, cap - at, "%s%s", i ? " " : "", w[id % 8]);
+        rest = strchr(rest, ' ');
+        rest = rest ? rest + 1 : "";
+    }
+    snprintf(q + at, cap - at, "%s%s", *rest && at ? " " : "", rest);
+    free(p);
+    return q;
+}
+
+static char *request_body(long id)
+{
+    char *q = prompt_for(prompt_words, id);
+    char *b = make_body(q, opt.gen_tokens, opt.stream);
+    free(q);
+    return b;
+}
+
+/* Prompt tokens the server counts for n words (usage of 1-token requests). */
 static long probe(struct conn *c, int n)
 {
-    char *p = words(n), *b = make_body(p, 1, false);
-    struct result r;
-    enum err_kind kind = E_PARSE;
-    int rc = exchange(c, b, strlen(b), &r, &kind);
-    free(p);
-    free(b);
-    if (rc || r.status != 200 || r.prompt_tokens <= 0) {
-        fprintf(stderr, "serve_load: probe request failed (%s, HTTP %d)\n",
-                rc ? err_names[kind] : "no usage", r.status);
-        exit(1);
+    /* the mean over 8 leads, since the lead words' token counts differ */
+    long sum = 0;
+    for (long k = 0; k < 8; k++) {
+        char *p = prompt_for(n, (k * 2654435761L) % (1L << 24)), *b = make_body(p, 1, false);
+        struct result r;
+        enum err_kind kind = E_PARSE;
+        int rc = exchange(c, b, strlen(b), &r, &kind);
+        free(p);
+        free(b);
+        if (rc || r.status != 200 || r.prompt_tokens <= 0) {
+            fprintf(stderr, "serve_load: probe request failed (%s, HTTP %d)\n",
+                    rc ? err_names[kind] : "no usage", r.status);
+            exit(1);
+        }
+        sum += r.prompt_tokens;
     }
-    return r.prompt_tokens;
+    return (sum + 4) / 8;
 }
 
 /* Word count whose prompt the server counts as opt.prompt_tokens: a line through two
@@ -610,9 +653,8 @@ int main(int argc, char **argv)
     lat = malloc(MAX_SAMPLES * sizeof *lat);
     ttft = malloc(MAX_SAMPLES * sizeof *ttft);
     int n_words = calibrate();
-    prompt_text = words(n_words);
-    req_body = make_body(prompt_text, opt.gen_tokens, opt.stream);
-    req_body_len = strlen(req_body);
+    prompt_words = n_words;
+    atomic_store(&n_bodies, (long)(now_s() * 1e6) % (1L << 24)); /* 8 words of 8: 2^24 */
     pthread_t *th = calloc((size_t)opt.clients, sizeof *th);
     double t0 = now_s();
     t_measure0 = opt.requests > 0 ? 0 : t0 + opt.warmup;
