@@ -7,6 +7,7 @@
 #include "model/load_quant.h"
 
 #include "core/log.h"
+#include "core/proc.h"
 #include "core/quant.h"
 #include "core/threads.h"
 
@@ -421,29 +422,16 @@ static hy_status bind_all(struct hy_model *m, struct hy_err *err)
     return hy_model_bind_layers(m, m->st, NULL, err);
 }
 
-/* Resident set size from /proc/self/statm, 0 when unreadable (for the log line). */
-static double rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long long size = 0, rss = 0;
-    if (!f)
-        return 0;
-    if (fscanf(f, "%lld %lld", &size, &rss) != 2)
-        rss = 0;
-    fclose(f);
-    return (double)rss * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
-}
-
 /* With every weight in device memory the host needs none of the mapped checkpoint: its
  * pages go back (hy_fmap_release; the maps stay valid, so the tokenizer of a GGUF file or
  * a later read still finds its bytes, paged in again). */
 static void release_host_pages(const struct hy_model *m)
 {
-    const double before = rss_mib();
+    const double before = (double)hy_proc_rss_bytes() / (1 << 20);
     hy_st_release_pages(m->st);
     hy_gguf_release_pages(m->gguf);
     HY_LOGI("weights on the %s backend: host pages of the checkpoint released (RSS %.0f MiB -> "
-            "%.0f MiB)", m->be->i->name, before, rss_mib());
+            "%.0f MiB)", m->be->i->name, before, (double)hy_proc_rss_bytes() / (1 << 20));
 }
 
 static uint64_t device_used(struct hy_backend *be)

@@ -1,6 +1,8 @@
 /* metrics.c: Prometheus counters and histograms of the server (metrics.h has the contract). */
 #include "server/metrics.h"
 
+#include "core/proc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,19 +170,6 @@ static void render_engine(FILE *f, struct hy_engine *e)
           s.prefix_lookups ? (double)s.prefix_hits / (double)s.prefix_lookups : 0.0);
 }
 
-/* Resident set size from /proc/self/statm (pages), 0 when unreadable. */
-static double rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long long size = 0, rss = 0;
-    if (!f)
-        return 0;
-    if (fscanf(f, "%lld %lld", &size, &rss) != 2)
-        rss = 0;
-    fclose(f);
-    return (double)rss * (double)sysconf(_SC_PAGESIZE);
-}
-
 char *hy_metrics_render(struct hy_metrics *m, struct hy_engine *e, int draining, size_t *len)
 {
     char *buf = NULL;
@@ -196,7 +185,7 @@ char *hy_metrics_render(struct hy_metrics *m, struct hy_engine *e, int draining,
     if (e)
         render_engine(f, e);
     gauge(f, "hymt_process_resident_memory_bytes", "Resident set size of the process.",
-          rss_bytes());
+          (double)hy_proc_rss_bytes());
     struct hy_backend *be = e ? hy_engine_model(e)->be : NULL;
     if (be && be->i->mem_info) { /* a GPU backend: its memory, fixed at start-up */
         uint64_t used = 0, total = 0;
