@@ -40,6 +40,19 @@ static bool part_ok(const char *s, size_t n)
     return true;
 }
 
+bool hy_hub_parts_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && s[j] != '/')
+            j++;
+        if ((j - i == 1 && s[i] == '.') || (j - i == 2 && s[i] == '.' && s[i + 1] == '.'))
+            return false;
+        i = j + 1;
+    }
+    return true;
+}
+
 /* A revision becomes a path under refs/: printable, no spaces or backslashes, no empty,
  * "." or ".." parts, not starting with '/'. */
 static bool revision_ok(const char *s, size_t n)
@@ -53,15 +66,7 @@ static bool revision_ok(const char *s, size_t n)
         if (c == '/' && s[i + 1] == '/')
             return false;
     }
-    for (size_t i = 0; i < n;) { /* each '/'-separated part */
-        size_t j = i;
-        while (j < n && s[j] != '/')
-            j++;
-        if ((j - i == 1 && s[i] == '.') || (j - i == 2 && s[i] == '.' && s[i + 1] == '.'))
-            return false;
-        i = j + 1;
-    }
-    return true;
+    return hy_hub_parts_ok(s, n);
 }
 
 bool hy_hub_id_parse(const char *s, struct hy_hub_id *id)

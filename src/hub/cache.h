@@ -43,6 +43,10 @@ struct hy_hub_id {
  * empty path parts). false (and *id untouched) when s is not one. */
 bool hy_hub_id_parse(const char *s, struct hy_hub_id *id);
 
+/* True when no '/'-separated part of s[0..n) is "." or "..": a relative path from outside
+ * (a revision, a file name from the server) then stays below the folder it is joined to. */
+bool hy_hub_parts_ok(const char *s, size_t n);
+
 /* True for 40 lowercase hex digits (huggingface_hub's REGEX_COMMIT_HASH). */
 bool hy_hub_is_commit(const char *s);
 

@@ -29,6 +29,10 @@ static void check_ids(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECKF(!hy_hub_id_parse(bad[i], &id), "'%s' accepted", bad[i]);
+    CHECK(hy_hub_parts_ok("a/b.c/.d/..e", 12) && hy_hub_parts_ok("...", 3));
+    CHECK(!hy_hub_parts_ok("a/b.c/.d/..e", 11)); /* the last part cut to ".." */
+    CHECK(!hy_hub_parts_ok(".", 1) && !hy_hub_parts_ok("a/..", 4) && !hy_hub_parts_ok("./a", 3));
+    CHECK(!hy_hub_parts_ok("a/../b", 6) && hy_hub_parts_ok("a/../b", 1)); /* only s[0..n) */
     CHECK(hy_hub_is_commit("0123456789abcdef0123456789abcdef01234567"));
     CHECK(!hy_hub_is_commit("0123456789ABCDEF0123456789abcdef01234567"));
     CHECK(!hy_hub_is_commit("0123456789abcdef0123456789abcdef0123456"));

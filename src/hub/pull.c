@@ -211,15 +211,7 @@ static bool name_ok(const char *s)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\' ||
             (s[i] == '/' && s[i + 1] == '/'))
             return false;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && s[j] != '/')
-            j++;
-        if ((j - i == 1 && s[i] == '.') || (j - i == 2 && s[i] == '.' && s[i + 1] == '.'))
-            return false;
-        i = j + 1;
-    }
-    return true;
+    return hy_hub_parts_ok(s, n);
 }
 
 static bool hex_ok(const char *s, size_t n)
