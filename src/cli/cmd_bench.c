@@ -221,14 +221,10 @@ int cmd_bench(int argc, char **argv)
         {"gen-len", CLI_INT, &o.gen_len, 1, 1 << 20, false},
         {"max-batch-tokens", CLI_INT, &o.mbt, 1, 1 << 20, false},
         {"kv-memory", CLI_STR, &o.kv, 0, 0, false},
-        {"t|threads", CLI_INT, &o.threads, 1, 256, false},
-        {"device", CLI_STR, &o.device, 0, 0, false},
+        CLI_LOAD_OPTS(&o),
         {"translate", CLI_STR, &o.translate, 0, 0, false},
         {"to", CLI_STR, &o.to, 0, 0, false},
-        {"quant", CLI_STR, &o.quant, 0, 0, false},
         {"batch-invariant", CLI_FLAG, &o.batch_inv, 0, 0, false},
-        {"fp8-gemm", CLI_FLAG, &o.fp8_gemm, 0, 0, false},
-        {"kv-type", CLI_STR, &o.kv_type, 0, 0, false},
     };
     const char *pos[1];
     int n_pos, batches[BENCH_MAX_BATCHES];

@@ -245,11 +245,7 @@ int cmd_generate(int argc, char **argv)
         {"ignore-eos", CLI_FLAG, &o.ignore_eos, 0, 0, false},
         {"text", CLI_FLAG, &o.text, 0, 0, false},
         {"dump-logits", CLI_STR, &o.dump, 0, 0, false},
-        {"t|threads", CLI_INT, &o.threads, 1, 256, false},
-        {"device", CLI_STR, &o.device, 0, 0, false},
-        {"quant", CLI_STR, &o.quant, 0, 0, false},
-        {"fp8-gemm", CLI_FLAG, &o.fp8_gemm, 0, 0, false},
-        {"kv-type", CLI_STR, &o.kv_type, 0, 0, false},
+        CLI_LOAD_OPTS(&o),
     };
     const char *pos[1];
     int n_pos;

@@ -235,11 +235,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"context", CLI_INT, &o->context, 0, 16, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
-        {"t|threads", CLI_INT, &o->threads, 1, 256, false},
-        {"device", CLI_STR, &o->device, 0, 0, false},
-        {"quant", CLI_STR, &o->quant, 0, 0, false},
-        {"fp8-gemm", CLI_FLAG, &o->fp8_gemm, 0, 0, false},
-        {"kv-type", CLI_STR, &o->kv_type, 0, 0, false},
+        CLI_LOAD_OPTS(o),
     };
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], files, TR_MAX_FILES,
                       n_files);

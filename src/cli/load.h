@@ -15,6 +15,16 @@
 
 struct hy_backend;
 struct hy_model;
+
+/* The rows of cli_load_model's flags for a command's cli_opt table (args.h), given its
+ * options struct o with the fields threads (int64_t), device, quant, kv_type (const char *)
+ * and fp8_gemm (bool). */
+#define CLI_LOAD_OPTS(o)                                                                   \
+    {"t|threads", CLI_INT, &(o)->threads, 1, 256, false},                                  \
+    {"device", CLI_STR, &(o)->device, 0, 0, false},                                        \
+    {"quant", CLI_STR, &(o)->quant, 0, 0, false},                                          \
+    {"fp8-gemm", CLI_FLAG, &(o)->fp8_gemm, 0, 0, false},                                   \
+    {"kv-type", CLI_STR, &(o)->kv_type, 0, 0, false}
 /* Opens the backend named by device (NULL: default_device) and loads the model from dir,
  * quantizing its projections and head when quant is set (cli_quant_dtype). fp8_gemm
  * (--fp8-gemm) puts fp8 weights on the fp8 tensor-core GEMM (hy_backend_open_opts): a CUDA
