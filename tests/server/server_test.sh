@@ -456,9 +456,10 @@ post ids_over /detokenize @"$TMP/ids_over.json"; err ids_over 400 invalid_parame
 curl -s -N --max-time 0.3 -H 'X-Request-Id: json-gone' -d '{"prompt":"x","max_tokens":4000,"ignore_eos":true,"stream":true}' "$U/v1/completions" >/dev/null
 sleep 0.3
 kill -TERM "$PID"
-wait "$PID"
+wait "$PID"; rc=$?
 pids=""
-checks=$((checks + 1))
+checks=$((checks + 2))
+[ $rc = 0 ] || fail "server E exited $rc after SIGTERM"
 python3 - "$TMP/E.log" "$(sed -n 's/^X-Request-Id: \([0-9a-f]*\).$/\1/Ip' "$TMP/jl404.hdr")" <<'PYEOF' 2>"$TMP/py.err" || fail "JSON log: $(cat "$TMP/py.err")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]  # every line is JSON
