@@ -15,7 +15,8 @@
 # Environment: THREADS (2), ROUNDS (3), TYPES ("q4_0 q8_0 q4_k_m"), LLAMA_CMAKE_FLAGS (the
 # CPU flags below: llama.cpp's native build uses every instruction of the build machine,
 # and the development machine's compiler picks some its CPU lacks; set them for yours),
-# JOBS (build parallelism, nproc).
+# JOBS (build parallelism, nproc), HYMT_BUILD and LLAMA_BUILD (build folders, reused:
+# WORK/hymt-build and WORK/llama-build).
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 LLAMA_SRC [WORK]" >&2; exit 2; }
 LLAMA_SRC=$(cd "$1" && pwd)
@@ -30,8 +31,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 [ -f "$LLAMA_SRC/CMakeLists.txt" ] || { echo "$LLAMA_SRC: no CMakeLists.txt" >&2; exit 2; }
 mkdir -p "$WORK"
 
-HB=$WORK/hymt-build
-LB=$WORK/llama-build
+HB=${HYMT_BUILD:-$WORK/hymt-build}
+LB=${LLAMA_BUILD:-$WORK/llama-build}
 cmake -S "$REPO" -B "$HB" -DCMAKE_BUILD_TYPE=Release -DHYMT_CUDA=OFF >/dev/null
 cmake --build "$HB" -j"$JOBS" --target hymt >/dev/null
 # shellcheck disable=SC2086 # the flags are separate words
@@ -44,6 +45,12 @@ LBENCH=$LB/bin/llama-bench
 
 M=$WORK/hy-1.8b
 [ -f "$M/config.json" ] || "$HYMT" make-test-model --out "$M" --preset 1.8b >/dev/null
+# llama.cpp needs a tokenizer in the file: the test tokenizer (its ids fit any vocabulary;
+# convert pads the token list to the model's vocabulary), as bench/serve_compare.sh does
+if [ ! -f "$M/tokenizer.json" ]; then
+    cp "$REPO/tests/data/tiny-mqa/tokenizer.json" "$REPO/tests/data/tiny-mqa/tokenizer_config.json" "$M/"
+    rm -f "$WORK"/*.gguf
+fi
 for t in $TYPES; do
     [ -f "$WORK/$t.gguf" ] || "$HYMT" convert -m "$M" -o "$WORK/$t.gguf" --type "$t" >/dev/null
 done
@@ -74,15 +81,20 @@ echo "|---|---|---|---|---|---|---|"
 for t in $TYPES; do
     awk -v t="$t" '
         function rng(a, b) { return sprintf(a == b ? "%.1f" : "%.1f-%.1f", a, b) }
-        $1 == t { k = $2; n[k]++; sp[k] += $3; sg[k] += $4
+        function rr(x, r,  i, lo, hi, v) { lo = 1e9; hi = 0
+            for (i = 1; i <= r; i++) { v = x["llama", i] > 0 ? x["hymt", i] / x["llama", i] : 0
+                                       lo = v < lo ? v : lo; hi = v > hi ? v : hi }
+            return sprintf("%.2f-%.2f", lo, hi) }
+        $1 == t { k = $2; n[k]++; sp[k] += $3; sg[k] += $4; P[k, n[k]] = $3; G[k, n[k]] = $4
                   if (!(k in pmin) || $3 < pmin[k]) pmin[k] = $3; if ($3 > pmax[k]) pmax[k] = $3
                   if (!(k in gmin) || $4 < gmin[k]) gmin[k] = $4; if ($4 > gmax[k]) gmax[k] = $4 }
         END { if (!n["hymt"] || !n["llama"]) { printf "| %s | (a run failed) |\n", t; exit }
               hp = sp["hymt"] / n["hymt"]; lp = sp["llama"] / n["llama"]
               hg = sg["hymt"] / n["hymt"]; lg = sg["llama"] / n["llama"]
-              printf "| %s | %s | %s | %.2fx | %s | %s | %.2fx |\n", toupper(t),
+              r = n["hymt"] < n["llama"] ? n["hymt"] : n["llama"]
+              printf "| %s | %s | %s | %.2fx (%s) | %s | %s | %.2fx (%s) |\n", toupper(t),
                      rng(pmin["hymt"], pmax["hymt"]), rng(pmin["llama"], pmax["llama"]),
-                     lp > 0 ? hp / lp : 0, rng(gmin["hymt"], gmax["hymt"]),
-                     rng(gmin["llama"], gmax["llama"]), lg > 0 ? hg / lg : 0 }' "$R"
+                     (lp > 0 ? hp / lp : 0), rr(P, r), rng(gmin["hymt"], gmax["hymt"]),
+                     rng(gmin["llama"], gmax["llama"]), (lg > 0 ? hg / lg : 0), rr(G, r) }' "$R"
 done
-echo "(ratios: of the means over the rounds; raw figures in $R)"
+echo "(ratios: of the means over the rounds, in brackets the range of the rounds' own ratios; raw figures in $R)"
