@@ -4,7 +4,9 @@
 # 32 new tokens (greedy, ignore_eos), at 64 and 256 clients:
 #   - `hymt bench` with the same lengths and batch = clients (the engine alone);
 #   - `hymt serve` + bench/serve_load: whole responses (requests/s, completion tok/s,
-#     latency) and streamed (TTFT);
+#     latency) and streamed (TTFT); the front's share of each whole response's latency
+#     (latency minus the engine's submit-to-done time, which hymt sends as Server-Timing):
+#     its p50 / p99 is issue 12's "p99 added by the front";
 #   - with LLAMA_CPP_BUILD (a llama.cpp build folder holding bin/llama-server): llama-server
 #     on MODEL converted to GGUF (bf16, `hymt convert`), one slot per client, all layers on
 #     the GPU, the same serve_load runs.
@@ -13,7 +15,8 @@
 #   sh bench/serve_compare.sh /tmp/hy7b [~/llama.cpp/build] | tee serve_compare.md
 # Environment: DURATION (s per serve_load run, default 30), CLIENTS ("64 256"), PROMPTS
 # ("48 130"), GEN (32), HYMT (build/hymt), LOAD (build/bench/serve_load), SERVE_ARGS (extra
-# `hymt serve` flags), LLAMA_ARGS (extra llama-server flags).
+# `hymt serve` flags), LLAMA_ARGS (extra llama-server flags), GGUF (a GGUF of MODEL for
+# llama-server, instead of converting one to bf16).
 set -eu
 MODEL=${1:?usage: serve_compare.sh MODEL [LLAMA_CPP_BUILD]}
 LLAMA=${2:-}
@@ -92,8 +95,8 @@ stop_server
 
 # ---- llama-server (optional)
 if [ -n "$LLAMA" ]; then
-    gguf="$TMP/model.gguf"
-    "$HYMT" convert -m "$MODEL" -o "$gguf" --type bf16 >&2
+    gguf=${GGUF:-$TMP/model.gguf}
+    [ -n "${GGUF:-}" ] || "$HYMT" convert -m "$MODEL" -o "$gguf" --type bf16 >&2
     for c in $CLIENTS; do
         # one slot per client; the context holds every slot's prompt and output
         "$LLAMA/bin/llama-server" -m "$gguf" --port $((PORT + 1)) -np "$c" \
@@ -110,8 +113,8 @@ if [ -n "$LLAMA" ]; then
 fi
 
 echo
-echo "| prompt | clients | hymt bench tok/s | serve tok/s | % of bench | serve req/s | p50 ms | p99 ms | TTFT p50 ms (streamed) | stream tok/s | llama-server req/s | hymt / llama | errors |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| prompt | clients | hymt bench tok/s | serve tok/s | % of bench | serve req/s | p50 ms | p99 ms | engine p99 ms | front p50 / p99 ms | TTFT p50 ms (streamed) | stream tok/s | llama-server req/s | hymt / llama | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for p in $PROMPTS; do
     for c in $CLIENTS; do
         b=$(bench_tps "$p" "$c")
@@ -122,6 +125,6 @@ for p in $PROMPTS; do
             ll=$(col "ll$p-$c" 7)
             ratio=$(awk -v a="$(col "hy$p-$c" 7)" -v b="$ll" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }')
         fi
-        echo "| $(col "hy$p-$c" 2) | $c | $b | $t | $pct | $(col "hy$p-$c" 7) | $(col "hy$p-$c" 11) | $(col "hy$p-$c" 13) | $(col "hys$p-$c" 9) | $(col "hys$p-$c" 8) | $ll | $ratio | $(col "hy$p-$c" 14) $(col "hys$p-$c" 14) |"
+        echo "| $(col "hy$p-$c" 2) | $c | $b | $t | $pct | $(col "hy$p-$c" 7) | $(col "hy$p-$c" 11) | $(col "hy$p-$c" 13) | $(col "hy$p-$c" 15) | $(col "hy$p-$c" 16) / $(col "hy$p-$c" 17) | $(col "hys$p-$c" 9) | $(col "hys$p-$c" 8) | $ll | $ratio | $(col "hy$p-$c" 14) $(col "hys$p-$c" 14) |"
     done
 done

@@ -3,9 +3,11 @@
  * ignore_eos, max_tokens = the output length) or /api/translate requests with a prompt of a
  * given length in tokens, for a duration or a request count, and report requests/s,
  * completion tokens/s, time to first token (streamed requests), latency p50/p95/p99 and
- * errors by kind. Prompt length: the prompt is a run of words sized by probing the server
- * (usage.prompt_tokens of a probe request), whatever the tokenizer; the report gives the
- * prompt and completion tokens the responses actually counted.
+ * errors by kind; where the server sends `Server-Timing: engine;dur=` (hymt does on whole
+ * responses), also the front's share: each latency minus the engine's time. Prompt length:
+ * the prompt is a run of words sized by probing the server (usage.prompt_tokens of a probe
+ * request), whatever the tokenizer; the report gives the prompt and completion tokens the
+ * responses actually counted.
  *   serve_load --url http://127.0.0.1:8080 --clients 64 --prompt-tokens 130 --gen-tokens 32
  *              [--route completions|translate] [--duration 30 | --requests N] [--stream]
  *              [--warmup 2] [--api-key KEY] [--model NAME] [--timeout 60] [--csv]
@@ -60,8 +62,8 @@ static double now_s(void)
 
 /* ---- results, shared by the clients under one lock (a few updates per request) ---- */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static double *lat, *ttft;
-static long n_lat, n_ttft, n_ok, errors[N_ERR], status_count[600];
+static double *lat, *ttft, *eng, *front;
+static long n_lat, n_ttft, n_eng, n_ok, errors[N_ERR], status_count[600];
 static long long prompt_tok_sum, gen_tok_sum;
 static atomic_long started;
 static atomic_bool stop;
@@ -166,6 +168,7 @@ struct result {
     double t_first; /* the first SSE event with text, seconds since the request */
     long prompt_tokens, gen_tokens, chunks;
     bool saw_done;
+    double engine_s; /* hymt's Server-Timing engine;dur (whole responses), 0: none */
 };
 
 /* Scans new SSE lines in b from *scan: the first text event's time, usage, [DONE]. */
@@ -269,6 +272,8 @@ static int exchange(struct conn *c, const char *body, size_t n, struct result *r
             chunked = true;
         else if (!strncasecmp(s, "Connection:", 11) && strstr(s + 11, "close"))
             close_after = true;
+        else if (!strncasecmp(s, "Server-Timing:", 14) && strstr(s + 14, "engine;dur="))
+            r->engine_s = atof(strstr(s + 14, "engine;dur=") + 11) / 1e3;
     }
     if (!s)
         return -1;
@@ -349,6 +354,10 @@ static void record(const struct result *r, int rc, enum err_kind kind, double la
             lat[n_lat++] = latency;
         if (opt.stream && r->t_first >= 0 && n_ttft < MAX_SAMPLES)
             ttft[n_ttft++] = r->t_first;
+        if (r->engine_s > 0 && n_eng < MAX_SAMPLES) { /* the front's share: all but the engine's */
+            eng[n_eng] = r->engine_s;
+            front[n_eng++] = latency - r->engine_s;
+        }
     }
     pthread_mutex_unlock(&mu);
 }
@@ -604,6 +613,8 @@ static void report(double elapsed)
 {
     qsort(lat, (size_t)n_lat, sizeof *lat, cmp_d);
     qsort(ttft, (size_t)n_ttft, sizeof *ttft, cmp_d);
+    qsort(eng, (size_t)n_eng, sizeof *eng, cmp_d);
+    qsort(front, (size_t)n_eng, sizeof *front, cmp_d);
     long n_err = 0;
     for (int k = 0; k < N_ERR; k++)
         n_err += errors[k];
@@ -621,11 +632,14 @@ static void report(double elapsed)
             at += (size_t)snprintf(errs + at, sizeof errs - at, " http%d=%ld", s, status_count[s]);
     if (opt.csv) {
         printf("clients,prompt_tokens,gen_tokens,requests,errors,seconds,req_s,tok_s,"
-               "ttft_p50_ms,ttft_p99_ms,lat_p50_ms,lat_p95_ms,lat_p99_ms,error_kinds\n");
-        printf("%d,%.1f,%.1f,%ld,%ld,%.2f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s\n", opt.clients,
-               ptok, gtok, n_ok, n_err, elapsed, rps, tps, pct(ttft, n_ttft, 50) * 1e3,
-               pct(ttft, n_ttft, 99) * 1e3, pct(lat, n_lat, 50) * 1e3, pct(lat, n_lat, 95) * 1e3,
-               pct(lat, n_lat, 99) * 1e3, errs[0] ? errs : "none");
+               "ttft_p50_ms,ttft_p99_ms,lat_p50_ms,lat_p95_ms,lat_p99_ms,error_kinds,"
+               "engine_p99_ms,front_p50_ms,front_p99_ms\n");
+        printf("%d,%.1f,%.1f,%ld,%ld,%.2f,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%.2f,%.2f,%.2f\n",
+               opt.clients, ptok, gtok, n_ok, n_err, elapsed, rps, tps,
+               pct(ttft, n_ttft, 50) * 1e3, pct(ttft, n_ttft, 99) * 1e3,
+               pct(lat, n_lat, 50) * 1e3, pct(lat, n_lat, 95) * 1e3, pct(lat, n_lat, 99) * 1e3,
+               errs[0] ? errs : "none", pct(eng, n_eng, 99) * 1e3, pct(front, n_eng, 50) * 1e3,
+               pct(front, n_eng, 99) * 1e3);
         return;
     }
     printf("serve_load: %s:%s%s, %d clients, %s\n", opt.host, opt.port, opt.route, opt.clients,
@@ -641,6 +655,10 @@ static void report(double elapsed)
     printf("  latency     p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms\n",
            pct(lat, n_lat, 50) * 1e3, pct(lat, n_lat, 95) * 1e3, pct(lat, n_lat, 99) * 1e3,
            n_lat ? lat[n_lat - 1] * 1e3 : NAN);
+    if (n_eng)
+        printf("  front       latency minus the engine's (Server-Timing): p50 %.2f ms, p99 %.2f ms;"
+               " engine p99 %.1f ms\n",
+               pct(front, n_eng, 50) * 1e3, pct(front, n_eng, 99) * 1e3, pct(eng, n_eng, 99) * 1e3);
     printf("  errors      %s\n", errs[0] ? errs : "none");
 }
 
@@ -652,6 +670,8 @@ int main(int argc, char **argv)
     opt.route = opt.translate ? "/api/translate" : "/v1/completions";
     lat = malloc(MAX_SAMPLES * sizeof *lat);
     ttft = malloc(MAX_SAMPLES * sizeof *ttft);
+    eng = malloc(MAX_SAMPLES * sizeof *eng);
+    front = malloc(MAX_SAMPLES * sizeof *front);
     int n_words = calibrate();
     prompt_words = n_words;
     atomic_store(&n_bodies, (long)(now_s() * 1e6) % (1L << 24)); /* 8 words of 8: 2^24 */

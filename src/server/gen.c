@@ -114,6 +114,8 @@ size_t hy_gen_step(struct hy_gen *g)
                 hy_http_buf_add(&g->text, out, (size_t)w);
             g->finish = st.finish;
             g->done = true;
+            if (st.total_s > req->engine_s)
+                req->engine_s = st.total_s;
         }
         if (g->p.n_stop && apply_stop(g)) {
             hy_engine_cancel(e, g->handle); /* nothing after the stop string is wanted */

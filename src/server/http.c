@@ -122,10 +122,12 @@ static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, con
         hy_http_buf_printf(b, "Transfer-Encoding: chunked\r\n");
     if (req->id[0])
         hy_http_buf_printf(b, "X-Request-Id: %s\r\n", req->id);
+    if (req->engine_s > 0)
+        hy_http_buf_printf(b, "Server-Timing: engine;dur=%.3f\r\n", req->engine_s * 1e3);
     if (s->cfg.cors)
         hy_http_buf_printf(b,
                            "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n"
-                           "Access-Control-Expose-Headers: X-Request-Id\r\n",
+                           "Access-Control-Expose-Headers: X-Request-Id, Server-Timing\r\n",
                            s->cfg.cors);
     if (status == 429 || status == 503)
         hy_http_buf_printf(b, "Retry-After: 1\r\n");

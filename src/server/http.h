@@ -82,6 +82,10 @@ struct hy_http_req {
     struct hy_http_buf body;
     double t0;        /* arrival (head complete), monotonic clock */
     double deadline;  /* monotonic; 0: none */
+    /* The engine's submit -> done time of the request's longest generation (0: none yet),
+     * sent as `Server-Timing: engine;dur=MS` on whole responses so that a load generator
+     * can tell the front's share of the latency from the engine's. */
+    double engine_s;
     int status;
     int64_t tokens_in, tokens_out;
     atomic_bool client_gone;
