@@ -37,7 +37,7 @@ J=$(nproc)
 if has llama; then # in the background: the longest step, overlapped with hymt's build
     (cmake -S "$LSRC" -B "$LB" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF \
-        -DLLAMA_BUILD_TESTS=OFF && cmake --build "$LB" -j "$J" --target llama-bench \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF && cmake --build "$LB" -j "$J" --target llama-bench \
         llama-batched-bench llama-server) >"$OUT/llama_build.log" 2>&1 &
     lpid=$!
 fi

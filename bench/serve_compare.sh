@@ -44,14 +44,14 @@ fi
 maxc=0
 for c in $CLIENTS; do [ "$c" -gt $maxc ] && maxc=$c; done
 
-# wait_ready URL: up to 10 minutes for a server to answer 200
+# wait_ready URL: up to 10 minutes for a server to answer 200; 1 if it never does
 wait_ready() {
     i=0
     until [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ]; do
         i=$((i + 1))
         if [ $i -gt 1200 ] || ! kill -0 "$spid" 2>/dev/null; then
             echo "serve_compare: server did not become ready ($1)" >&2; tail -20 "$TMP/server.log" >&2
-            exit 1
+            return 1
         fi
         sleep 0.5
     done
@@ -63,9 +63,9 @@ load() {
     "$LOAD" --url "$url" --duration "$DURATION" --warmup 3 --csv "$@" >"$TMP/$name.out" 2>&1 || true
     tail -1 "$TMP/$name.out" >"$TMP/$name.csv"
 }
-col() { cut -d, -f"$2" "$TMP/$1.csv"; } # col NAME FIELD (1-based, serve_load's CSV)
+col() { cut -d, -f"$2" "$TMP/$1.csv" 2>/dev/null || echo -; } # col NAME FIELD (1-based, serve_load's CSV)
 
-git_rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
+git_rev=${HYMT_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}
 echo "# serve_compare: $MODEL, $(date -u '+%Y-%m-%d %H:%M UTC'), hymt $git_rev"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /' || true
 echo "# $DURATION s per run after 3 s of warm-up; greedy, ignore_eos, $GEN new tokens"
@@ -84,7 +84,7 @@ bench_tps() { # bench_tps PROMPT CLIENTS: total gen tok/s of that batch
 "$HYMT" serve -m "$MODEL" --port "$PORT" --max-running "$maxc" --max-queue $((maxc * 4)) \
     ${SERVE_ARGS:-} 2>"$TMP/server.log" &
 spid=$!
-wait_ready "http://127.0.0.1:$PORT/ready"
+wait_ready "http://127.0.0.1:$PORT/ready" || exit 1
 for p in $PROMPTS; do
     for c in $CLIENTS; do
         load "hy$p-$c" "http://127.0.0.1:$PORT" --clients "$c" --prompt-tokens "$p" --gen-tokens "$GEN"
@@ -102,7 +102,8 @@ if [ -n "$LLAMA" ]; then
         "$LLAMA/bin/llama-server" -m "$gguf" --port $((PORT + 1)) -np "$c" \
             -c $((c * 256)) -ngl 999 -b 2048 -ub 512 ${LLAMA_ARGS:-} >"$TMP/server.log" 2>&1 &
         spid=$!
-        wait_ready "http://127.0.0.1:$((PORT + 1))/health"
+        # a llama-server that does not start leaves its rows empty, not the whole table
+        wait_ready "http://127.0.0.1:$((PORT + 1))/health" || { stop_server; continue; }
         for p in $PROMPTS; do
             load "ll$p-$c" "http://127.0.0.1:$((PORT + 1))" --clients "$c" --prompt-tokens "$p" \
                 --gen-tokens "$GEN" --model x
