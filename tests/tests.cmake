@@ -115,6 +115,14 @@ add_test(NAME server_openai_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/ope
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa ${CMAKE_SOURCE_DIR}
   ${CMAKE_BINARY_DIR}/npm-openai)
 set_tests_properties(server_test server_openai_test PROPERTIES LABELS server TIMEOUT 300)
+# server_compat_test: LibreTranslate's documented requests, DeepL's official deepl-node
+# client and the OpenAPI document (validated by @apidevtools/swagger-parser, its paths equal
+# to `hymt serve --print-routes`); both npm packages pinned, installed into the build folder
+# by tests/server/compat_test.sh.
+add_test(NAME server_compat_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/compat_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa ${CMAKE_SOURCE_DIR}
+  ${CMAKE_BINARY_DIR}/npm-compat)
+set_tests_properties(server_compat_test PROPERTIES LABELS server TIMEOUT 300)
 
 # Load-time quantization (q8, q4, q4_0, q4_k, q6_k) vs the stored weights on the tiny
 # checkpoints (logit cosine, top-1 agreement): label model

@@ -67,6 +67,8 @@ static const struct cli_cmd cmd = {
     "  --model-name NAME          the model id in responses (default: the repo id, or the\n"
     "                             folder's or file's name)\n"
     HY_CLI_SETTINGS_USAGE
+    "  --print-routes             print the routes the server answers (METHOD PATH, one a\n"
+    "                             line) and exit; needs no model\n"
     "  -h, --help                 this text\n",
 };
 
@@ -75,7 +77,7 @@ struct serve_opts {
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
-    bool fp8_gemm;
+    bool fp8_gemm, print_routes;
 };
 
 static int parse_opts(struct serve_opts *o, int argc, char **argv)
@@ -99,11 +101,12 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"api-key", CLI_SECRET, &o->api_key, 0, 0, false},
         {"cors", CLI_STR, &o->cors, 0, 0, false},
         {"model-name", CLI_STR, &o->name, 0, 0, false},
+        {"print-routes", CLI_FLAG, &o->print_routes, 0, 0, false},
     };
     int n_pos = 0;
     int r = cli_parse_settings(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0,
                                &n_pos);
-    if (r)
+    if (r || o->print_routes)
         return r;
     if (!o->model)
         return cli_fail(&cmd, "-m MODEL is required: a checkpoint folder such as "
@@ -198,6 +201,12 @@ int cmd_serve(int argc, char **argv)
     int r = parse_opts(&o, argc, argv);
     if (r)
         return r == CLI_HELP ? 0 : 2;
+    if (o.print_routes) {
+        const char *m;
+        for (size_t i = 0; hy_server_route(i, &m); i++)
+            printf("%s %s\n", m, hy_server_route(i, &m));
+        return 0;
+    }
     struct hy_engine_params ep;
     if (cli_engine_params(&cmd, &o.eng, &ep))
         return 2;

@@ -28,6 +28,7 @@ struct slot {
     enum hy_finish finish;
     double t_submit, t_start, t_first, t_done;
     struct hy_sampler sampler; /* engine thread only */
+    struct hy_logprob *lp;     /* [max_seq_tokens] from e->lp_pool while req.logprobs */
     pthread_cond_t cv;
 };
 
@@ -44,6 +45,8 @@ struct hy_engine {
     struct hy_cand *cand;             /* [max_running, scr->topk_k] host, or NULL */
     struct slot *slots;
     int n_slots;
+    struct hy_logprob *lp_pool;       /* [max_running, max_seq_tokens]: logprobs buffers */
+    int *lp_free, n_lp_free;          /* free buffer indices */
     int *free_stack, n_free;          /* free slot indices */
     int *incoming, in_head, n_in;     /* FIFO ring of slot indices */
     int n_waiting;                    /* incoming + the scheduler's waiting (queue-full rule) */
@@ -83,6 +86,10 @@ static struct slot *slot_of(struct hy_engine *e, uint64_t h)
 
 static void slot_free(struct hy_engine *e, struct slot *s)
 {
+    if (s->lp) {
+        e->lp_free[e->n_lp_free++] = (int)((s->lp - e->lp_pool) / e->p.max_seq_tokens);
+        s->lp = NULL;
+    }
     s->state = SLOT_FREE;
     s->gen++;
     e->free_stack[e->n_free++] = (int)(s - e->slots);
@@ -174,6 +181,7 @@ static void run_batch(struct hy_engine *e, const struct hy_sched_batch *b, doubl
         if (!it->sample || st)
             continue;
         int32_t id;
+        bool full = false;
         if (!e->cand) {
             id = hy_sampler_sample(&s->sampler, &e->ss, e->logits + (int64_t)k * V);
         } else if (!hy_sampler_sample_cands(&s->sampler, &e->ss, e->cand + (int64_t)k * K, K,
@@ -181,6 +189,13 @@ static void run_batch(struct hy_engine *e, const struct hy_sched_batch *b, doubl
             hy_model_logits_row(e->m, e->scr, k, e->logits); /* the whole row is needed */
             id = hy_sampler_sample(&s->sampler, &e->ss, e->logits);
             e->n_full_rows++;
+            full = true;
+        }
+        if (s->lp) {
+            if (e->cand && !full) /* the candidates are the sampler's: the row is needed */
+                hy_model_logits_row(e->m, e->scr, k, e->logits);
+            hy_logprob_compute(e->cand ? e->logits : e->logits + (int64_t)k * V, (int32_t)V, id,
+                               s->req.top_logprobs, &s->lp[s->n_sampled]);
         }
         k++;
         hy_sampler_accept(&s->sampler, id);
@@ -287,6 +302,13 @@ static hy_status alloc_slots(struct hy_engine *e, struct hy_err *err)
             return st;
         e->free_stack[e->n_free++] = i;
     }
+    const int nl = e->p.max_running;
+    e->lp_pool = malloc((size_t)nl * (size_t)e->p.max_seq_tokens * sizeof *e->lp_pool);
+    e->lp_free = malloc((size_t)nl * sizeof *e->lp_free);
+    if (!e->lp_pool || !e->lp_free)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory for %d logprobs buffers", nl);
+    for (int i = nl - 1; i >= 0; i--)
+        e->lp_free[e->n_lp_free++] = i;
     return HY_OK;
 }
 
@@ -503,6 +525,8 @@ void hy_engine_destroy(struct hy_engine *e)
             pthread_cond_destroy(&s->cv);
     }
     free(e->slots);
+    free(e->lp_pool);
+    free(e->lp_free);
     free(e->free_stack);
     free(e->incoming);
     free(e->bseqs);
@@ -528,6 +552,8 @@ static hy_status check_request(const struct hy_engine *e, const struct hy_engine
         return hy_err_set(err, HY_E_RANGE, "prompt of %d tokens + %d new exceeds the %d-token "
                           "limit per request", r->n_prompt, r->max_new_tokens,
                           e->p.max_seq_tokens);
+    if (r->logprobs && (r->top_logprobs < 0 || r->top_logprobs > HY_LOGPROB_MAX_TOP))
+        return hy_err_set(err, HY_E_RANGE, "top_logprobs must be 0..%d", HY_LOGPROB_MAX_TOP);
     if (r->n_stop < 0 || r->n_stop > HY_ENGINE_MAX_STOP || r->timeout_s < 0)
         return hy_err_set(err, HY_E_RANGE, "at most %d stop ids, and a timeout >= 0",
                           HY_ENGINE_MAX_STOP);
@@ -550,7 +576,15 @@ hy_status hy_engine_submit(struct hy_engine *e, const struct hy_engine_request *
         pthread_mutex_unlock(&e->mu);
         return hy_err_set(err, HY_E_NOSPACE, "queue full: %d requests waiting", e->p.max_queue);
     }
+    if (r->logprobs && e->n_lp_free == 0) {
+        e->stats.rejected++;
+        pthread_mutex_unlock(&e->mu);
+        return hy_err_set(err, HY_E_NOSPACE, "all %d logprobs buffers are in use",
+                          e->p.max_running);
+    }
     struct slot *s = &e->slots[e->free_stack[--e->n_free]];
+    s->lp = r->logprobs ? e->lp_pool + (int64_t)e->lp_free[--e->n_lp_free] * e->p.max_seq_tokens
+                        : NULL;
     memcpy(s->prompt, r->prompt, (size_t)r->n_prompt * sizeof *s->prompt);
     s->req = *r;
     s->req.prompt = s->prompt;
@@ -603,6 +637,20 @@ int hy_engine_read(struct hy_engine *e, uint64_t handle, int32_t *ids, int cap, 
         s->n_read += n;
         if (st)
             fill_status(s, st);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+int hy_engine_read_logprobs(struct hy_engine *e, uint64_t handle, int from,
+                            struct hy_logprob *out, int cap)
+{
+    pthread_mutex_lock(&e->mu);
+    struct slot *s = slot_of(e, handle);
+    int n = -1;
+    if (s && s->lp) {
+        n = from < 0 || from >= s->n_out ? 0 : s->n_out - from < cap ? s->n_out - from : cap;
+        memcpy(out, s->lp + (from > 0 ? from : 0), (size_t)(n > 0 ? n : 0) * sizeof *out);
     }
     pthread_mutex_unlock(&e->mu);
     return n;

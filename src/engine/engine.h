@@ -16,6 +16,7 @@
 #ifndef HY_ENGINE_ENGINE_H
 #define HY_ENGINE_ENGINE_H
 
+#include "engine/logprob.h"
 #include "engine/sampler.h"
 #include "engine/sched.h"
 #include "model/hunyuan.h"
@@ -54,6 +55,12 @@ struct hy_engine_request {
      * hy_engine_release has returned for the request. */
     void (*notify)(void *ctx);
     void *notify_ctx;
+    /* Log-probabilities (logprob.h) of every generated token, with top_logprobs
+     * (0..HY_LOGPROB_MAX_TOP) alternatives each, read with hy_engine_read_logprobs. They
+     * take one of max_running fixed buffers (max_seq_tokens entries each, allocated at
+     * create) from submit to release; none free: HY_E_NOSPACE. */
+    bool logprobs;
+    int top_logprobs;
 };
 
 /* A request's state as seen by its client. */
@@ -96,6 +103,12 @@ hy_status hy_engine_submit(struct hy_engine *e, const struct hy_engine_request *
  * st (optional) receives the request's status. -1 for an unknown handle. */
 int hy_engine_read(struct hy_engine *e, uint64_t handle, int32_t *ids, int cap, double timeout_s,
                    struct hy_engine_status *st);
+
+/* Copies the log-probabilities of generated tokens [from, from + cap) that are published
+ * (as hy_engine_read returned them) into out; returns how many. -1 for an unknown handle
+ * or a request submitted without logprobs. Never waits. */
+int hy_engine_read_logprobs(struct hy_engine *e, uint64_t handle, int from,
+                            struct hy_logprob *out, int cap);
 
 /* Asks the engine to stop the request (finish reason "cancelled"); its memory returns in
  * the next step. HY_E_NOTFOUND for an unknown handle; HY_OK if it had already finished. */

@@ -24,6 +24,7 @@ struct oai {
     char id[64];
     long long created;
     bool include_usage, sent_role, sent_final;
+    size_t text_off; /* completions' logprobs: characters of text before the next entry */
 };
 
 static json_t *usage_json(const struct hy_gen *g)
@@ -32,11 +33,25 @@ static json_t *usage_json(const struct hy_gen *g)
                      g->n_generated, "total_tokens", g->n_prompt + g->n_generated);
 }
 
-/* One choices[] entry: a chat delta/message or a completion text. */
-static json_t *choice(const struct oai *o, const char *text, size_t len, const char *finish,
+/* The log-probabilities not yet handed out (null without logprobs). */
+static json_t *next_logprobs(struct oai *o)
+{
+    struct hy_gen *g = &o->gen;
+    size_t to = hy_gen_n_logprobs(g), from = g->lp_emitted;
+    if (!g->p.logprobs || (o->stream && from == to)) /* a chunk without tokens: null */
+        return json_null();
+    g->lp_emitted = to;
+    json_t *j = o->kind == API_CHAT ? hy_gen_logprobs_chat(g, from, to)
+                                    : hy_gen_logprobs_completion(g, from, to, &o->text_off);
+    return j ? j : json_null();
+}
+
+/* One choices[] entry: a chat delta/message or a completion text, with the logprobs of
+ * the tokens not yet handed out. */
+static json_t *choice(struct oai *o, const char *text, size_t len, const char *finish,
                       bool stream, bool role)
 {
-    json_t *c = json_pack("{s:i,s:n}", "index", 0, "logprobs");
+    json_t *c = json_pack("{s:i,s:o}", "index", 0, "logprobs", next_logprobs(o));
     json_object_set_new(c, "finish_reason", finish ? json_string(finish) : json_null());
     json_t *t = text ? json_stringn(text, len) : NULL;
     if (o->kind == API_COMPLETION) {
@@ -50,6 +65,30 @@ static json_t *choice(const struct oai *o, const char *text, size_t len, const c
         json_object_set_new(m, "content", t);
     json_object_set_new(c, stream ? "delta" : "message", m);
     return c;
+}
+
+/* logprobs: chat's boolean with top_logprobs (0..HY_LOGPROB_MAX_TOP, only with logprobs
+ * true), or completions' integer (the number of alternatives, 0..HY_LOGPROB_MAX_TOP; 0
+ * still gives each token's own). NULL when valid, else the error message in err. */
+static hy_status parse_logprobs(const struct oai *o, json_t *body, struct hy_gen_params *p,
+                                struct hy_err *err)
+{
+    json_t *v = json_object_get(body, "logprobs");
+    int64_t top = 0;
+    hy_status st = HY_OK;
+    if (o->kind == API_CHAT) {
+        st = hy_json_get_bool(body, "logprobs", false, &p->logprobs, err);
+        if (!st)
+            st = hy_json_get_int(body, "top_logprobs", false, 0, HY_LOGPROB_MAX_TOP, &top, err);
+        json_t *t = json_object_get(body, "top_logprobs");
+        if (!st && t && !json_is_null(t) && !p->logprobs)
+            st = hy_err_set(err, HY_E_INVAL, "top_logprobs: needs logprobs: true");
+    } else if (v && !json_is_null(v) && !json_is_false(v)) { /* false: off, as clients send */
+        st = hy_json_get_int(body, "logprobs", false, 0, HY_LOGPROB_MAX_TOP, &top, err);
+        p->logprobs = !st;
+    }
+    p->top_logprobs = (int)top;
+    return st;
 }
 
 static json_t *envelope(const struct oai *o, bool stream)
@@ -189,6 +228,10 @@ static bool run(struct hy_http_req *req, struct oai *o, json_t *body, const int3
         free(o);
         return true;
     }
+    if (parse_logprobs(o, body, &p, &err)) {
+        free(o);
+        return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg);
+    }
     req->task = o;
     req->pump = pump; /* before the submit: the engine may notify at once */
     hy_status st = hy_gen_start(&o->gen, req, ids, n, &p, &err);
@@ -234,8 +277,6 @@ static bool refuse_unsupported(struct hy_http_req *req, json_t *body)
         {"tool_choice", "none", "tool calls are not supported"},
         {"functions", NULL, "function calls are not supported"},
         {"function_call", "none", "function calls are not supported"},
-        {"logprobs", NULL, "log probabilities are not supported"},
-        {"top_logprobs", NULL, "log probabilities are not supported"},
         {"suffix", NULL, "insertion (a suffix) is not supported"},
         {"echo", NULL, "echoing the prompt is not supported"},
         {"logit_bias", NULL, "logit biases are not supported"},

@@ -1,4 +1,4 @@
-/* api_ops.c: the operational routes: GET /health, /ready, /metrics, /v1/models and the
+/* api_ops.c: the operational routes: GET /health, /ready, /metrics, /v1/models, /openapi.json and the
  * web page at GET / (http.h has the contract). */
 #include "server/http.h"
 #include "server/web_page.h"
@@ -48,6 +48,13 @@ bool hy_api_models(struct hy_http_req *req)
     if (m && s->cfg.demo)
         json_object_set_new(m, "description", json_string(DEMO_NOTE));
     return hy_http_json(req, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+}
+
+bool hy_api_openapi(struct hy_http_req *req)
+{
+    size_t n = 0;
+    const unsigned char *p = hy_openapi_doc(&n);
+    return hy_http_text(req, 200, "application/json", p, n);
 }
 
 bool hy_api_page(struct hy_http_req *req)

@@ -10,8 +10,10 @@
  * --max-chars) is one document per text, all begun at once so that their segments share
  * the engine's batches (a text the full queue does not take yet is begun on a later pump;
  * the sweep retries while none of the batch is in the engine); the answer is whole, the
- * translations in the order of the texts. */
+ * translations in the order of the texts. The compatible routes (tr.h) run the same job
+ * with their own answer. */
 #include "server/gen.h"
+#include "server/tr.h"
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -52,6 +54,9 @@ struct tr {
     double t0, t_start, t_first, deadline;
     struct hy_http_buf events; /* streaming: not yet sent */
     size_t done, total;
+    hy_tr_answer_fn answer;    /* a compatible route's job (tr.h): it answers */
+    void *ctx;
+    void (*ctx_free)(void *ctx);
 };
 
 static json_t *lang_json(const struct hy_lang *l)
@@ -178,7 +183,31 @@ static void tr_free(struct tr *t)
     hy_http_buf_free(&t->events);
     free(t->items);
     free(t->text);
+    if (t->ctx_free)
+        t->ctx_free(t->ctx);
     free(t);
+}
+
+/* A job's answer through its callback: the translations and sources, in order. */
+static void answer_job(struct hy_http_req *req, struct tr *t)
+{
+    size_t n = t->n_items;
+    const char **outs = calloc(n + 1, sizeof *outs);
+    size_t *lens = calloc(n + 1, sizeof *lens);
+    const struct hy_lang **srcs = calloc(n + 1, sizeof *srcs);
+    if (!outs || !lens || !srcs) {
+        hy_http_error(req, 500, "out_of_memory", "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            outs[i] = t->items[i].whole.p ? t->items[i].whole.p : "";
+            lens[i] = t->items[i].whole.n;
+            srcs[i] = t->items[i].res.src;
+        }
+        t->answer(req, t->ctx, outs, lens, srcs, n);
+    }
+    free(outs);
+    free(lens);
+    free(srcs);
 }
 
 /* The end of a translation (t->st says how): the last event or the whole answer. */
@@ -197,6 +226,8 @@ static void finish(struct hy_http_req *req, struct tr *t)
     if (!t->stream) {
         if (t->st)
             hy_http_error(req, status, code, "%s", msg);
+        else if (t->answer)
+            answer_job(req, t);
         else
             hy_http_json(req, 200, result_json(t, true));
         return;
@@ -390,28 +421,11 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     return true;
 }
 
-bool hy_api_translate(struct hy_http_req *req)
+/* Begins the first text and hands the request to its pump; answers 429 when the engine's
+ * queue takes nothing. Takes t. */
+static bool launch(struct hy_http_req *req, struct tr *t,
+                   const struct hy_sampler_params *samplings)
 {
-    struct hy_server *s = req->srv;
-    json_t *body = hy_http_body_json(req);
-    if (!body)
-        return true;
-    struct tr *t = calloc(1, sizeof *t);
-    if (!t) {
-        json_decref(body);
-        return hy_http_error(req, 500, "out_of_memory", "out of memory");
-    }
-    t->srv = s;
-    t->req = req;
-    t->t0 = req->t0;
-    t->deadline = req->deadline;
-    bool ok = parse(req, body, t, &t->stream);
-    json_decref(body);
-    if (!ok) {
-        t->req = NULL;
-        tr_free(t);
-        return true;
-    }
     t->o.write = t->stream ? write_stream : write_whole;
     if (t->stream) {
         t->o.progress = progress_stream;
@@ -422,6 +436,8 @@ bool hy_api_translate(struct hy_http_req *req)
     for (size_t i = 0; i < t->n_items; i++) {
         t->items[i].o = t->o;
         t->items[i].o.write_ctx = &t->items[i];
+        if (samplings)
+            t->items[i].o.sampling = samplings[i];
     }
     req->task = t;
     req->pump = pump; /* before the first submit: the engine may notify at once */
@@ -443,4 +459,83 @@ bool hy_api_translate(struct hy_http_req *req)
     if (t->stream)
         hy_http_sse_begin(req);
     return pump(req);
+}
+
+static struct tr *tr_new(struct hy_http_req *req)
+{
+    struct tr *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->srv = req->srv;
+    t->req = req;
+    t->t0 = req->t0;
+    t->deadline = req->deadline;
+    return t;
+}
+
+bool hy_api_translate(struct hy_http_req *req)
+{
+    json_t *body = hy_http_body_json(req);
+    if (!body)
+        return true;
+    struct tr *t = tr_new(req);
+    if (!t) {
+        json_decref(body);
+        return hy_http_error(req, 500, "out_of_memory", "out of memory");
+    }
+    bool ok = parse(req, body, t, &t->stream);
+    json_decref(body);
+    if (!ok) {
+        t->req = NULL;
+        tr_free(t);
+        return true;
+    }
+    return launch(req, t, NULL);
+}
+
+bool hy_tr_start(struct hy_http_req *req, const struct hy_tr_job *job)
+{
+    HY_ASSERT(job->n <= HY_TR_MAX_ITEMS);
+    if (job->n == 0) {
+        job->answer(req, job->ctx, NULL, NULL, NULL, 0);
+        if (job->ctx_free)
+            job->ctx_free(job->ctx);
+        return true;
+    }
+    struct tr *t = tr_new(req);
+    size_t bytes = 0;
+    for (size_t i = 0; i < job->n; i++)
+        bytes += job->lens[i] + 1;
+    if (t) {
+        t->answer = job->answer;
+        t->ctx = job->ctx;
+        t->ctx_free = job->ctx_free;
+        t->text = malloc(bytes);
+        t->items = calloc(job->n, sizeof *t->items);
+    }
+    if (!t || !t->text || !t->items) {
+        if (t) {
+            t->req = NULL;
+            tr_free(t);
+        } else if (job->ctx_free) {
+            job->ctx_free(job->ctx);
+        }
+        return hy_http_error(req, 500, "out_of_memory", "out of memory");
+    }
+    t->batch = true;
+    t->o.src = job->src;
+    t->o.tgt = job->tgt;
+    t->o.sampling = job->sampling;
+    t->o.max_new_tokens = job->max_new_tokens;
+    t->n_items = job->n;
+    for (size_t i = 0, off = 0; i < job->n; i++) {
+        struct tr_item *it = &t->items[i];
+        it->t = t;
+        it->off = off;
+        it->len = job->lens[i];
+        memcpy(t->text + off, job->texts[i], it->len);
+        t->text[off + it->len] = '\0';
+        off += it->len + 1;
+    }
+    return launch(req, t, job->samplings);
 }

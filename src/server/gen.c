@@ -26,6 +26,8 @@ hy_status hy_gen_start(struct hy_gen *g, struct hy_http_req *req, const int32_t 
             req->deadline - hy_clock_now() > 0.001 ? req->deadline - hy_clock_now() : 0.001;
     r.notify = hy_http_notify;
     r.notify_ctx = req;
+    r.logprobs = p->logprobs;
+    r.top_logprobs = p->top_logprobs;
     if (!p->ignore_eos) {
         r.n_stop = s->n_stop;
         memcpy(r.stop_ids, s->stop_ids, sizeof r.stop_ids);
@@ -72,9 +74,30 @@ static bool apply_stop(struct hy_gen *g)
     return true;
 }
 
+static bool is_stop_id(const struct hy_gen *g, int32_t id)
+{
+    const struct hy_server *s = g->req->srv;
+    for (int i = 0; !g->p.ignore_eos && i < s->n_stop; i++)
+        if (s->stop_ids[i] == id)
+            return true;
+    return false;
+}
+
+/* The log-probabilities of the k tokens just read (published with them). */
+static void take_logprobs(struct hy_gen *g, int k)
+{
+    struct hy_logprob lp[GEN_READ_IDS];
+    int n = hy_engine_read_logprobs(g->req->srv->engine, g->handle, g->n_generated, lp, k);
+    for (int i = 0; i < n; i++)
+        if (!is_stop_id(g, lp[i].id))
+            hy_http_buf_add(&g->lp, (const char *)&lp[i], sizeof lp[i]);
+}
+
 static void take(struct hy_gen *g, const int32_t *ids, int k)
 {
     char out[HY_DETOK_MAX_OUT];
+    if (g->p.logprobs && k > 0)
+        take_logprobs(g, k);
     for (int i = 0; i < k; i++) {
         int w = hy_detok_push(&g->detok, ids[i], out, sizeof out);
         if (w > 0)
@@ -149,6 +172,7 @@ void hy_gen_end(struct hy_gen *g)
         hy_engine_release(g->req->srv->engine, g->handle);
     g->submitted = false;
     hy_http_buf_free(&g->text);
+    hy_http_buf_free(&g->lp);
 }
 
 static bool parse_stop(struct hy_http_req *req, json_t *body, struct hy_gen_params *p)

@@ -19,6 +19,8 @@ struct hy_gen_params {
     bool ignore_eos;
     char stop[HY_GEN_MAX_STOP_STRINGS][HY_GEN_MAX_STOP_LEN];
     int n_stop;
+    bool logprobs;    /* the engine's log-probabilities of each token (engine/logprob.h) */
+    int top_logprobs; /* 0..HY_LOGPROB_MAX_TOP alternatives each */
 };
 
 struct hy_gen {
@@ -33,7 +35,22 @@ struct hy_gen {
     int n_prompt, n_generated;
     enum hy_finish finish;
     bool stopped_by_string;
+    /* p.logprobs: one struct hy_logprob per generated token (the stop token left out, as
+     * its text is); entries before lp_emitted were handed out */
+    struct hy_http_buf lp;
+    size_t lp_emitted;
 };
+
+/* The number of log-probability entries g holds (lp.n / sizeof (struct hy_logprob)). */
+size_t hy_gen_n_logprobs(const struct hy_gen *g);
+/* Entries [from, to) of g in OpenAI's shapes: chat's {"content": [{token, logprob, bytes,
+ * top_logprobs}], "refusal": null}, or completions' {tokens, token_logprobs, top_logprobs,
+ * text_offset} with offsets in characters from text_off (the characters before entry
+ * `from`; updated past the entries). A token's text is its bytes when they are whole UTF-8,
+ * else "bytes:\xNN..." as OpenAI writes partial characters. NULL when out of memory. */
+json_t *hy_gen_logprobs_chat(const struct hy_gen *g, size_t from, size_t to);
+json_t *hy_gen_logprobs_completion(const struct hy_gen *g, size_t from, size_t to,
+                                   size_t *text_off);
 
 /* Submits prompt[0..n) for req. */
 hy_status hy_gen_start(struct hy_gen *g, struct hy_http_req *req, const int32_t *prompt, int n,

@@ -71,10 +71,12 @@ const char *hy_http_reason(int status)
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
     case 414: return "URI Too Long";
     case 417: return "Expectation Failed";
     case 429: return "Too Many Requests";
@@ -86,6 +88,8 @@ const char *hy_http_reason(int status)
     default: return status >= 500 ? "Server Error" : "Client Error";
     }
 }
+
+static const char *route_method(const char *path);
 
 /* Hands bytes to the loop under the request's lock; end marks the response complete. */
 static void send_bytes(struct hy_http_req *req, const char *s, size_t n, bool end)
@@ -131,14 +135,11 @@ static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, con
                            s->cfg.cors);
     if (status == 429 || status == 503)
         hy_http_buf_printf(b, "Retry-After: 1\r\n");
-    if (status == 405)
+    if (status == 405) {
+        const char *m = route_method(req->path);
         hy_http_buf_printf(b, "Allow: %s\r\n",
-                           req->route == HY_ROUTE_TRANSLATE || req->route == HY_ROUTE_CHAT ||
-                                   req->route == HY_ROUTE_COMPLETIONS ||
-                                   req->route == HY_ROUTE_TOKENIZE ||
-                                   req->route == HY_ROUTE_DETOKENIZE
-                               ? "POST, OPTIONS"
-                               : "GET, HEAD, OPTIONS");
+                           m && !strcmp(m, "POST") ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+    }
     hy_http_buf_printf(b, "Connection: %s\r\n", req->close ? "close" : "keep-alive");
 }
 
@@ -195,6 +196,16 @@ void hy_http_error_body(struct hy_http_buf *b, int status, const char *code, con
     free(s);
 }
 
+/* {"error": msg} (LibreTranslate) or {"message": msg} (DeepL). */
+static void compat_error_body(struct hy_http_buf *b, const char *key, const char *msg)
+{
+    json_t *e = json_pack("{s:s}", key, msg);
+    char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    hy_http_buf_printf(b, "%s", s ? s : "{\"error\":\"out of memory\"}");
+    free(s);
+}
+
 bool hy_http_error(struct hy_http_req *req, int status, const char *code, const char *fmt, ...)
 {
     char msg[1024];
@@ -203,7 +214,14 @@ bool hy_http_error(struct hy_http_req *req, int status, const char *code, const 
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     struct hy_http_buf b = {0};
-    hy_http_error_body(&b, status, code, msg);
+    if (req->errors != HY_HTTP_ERRORS_OPENAI && status == 401)
+        status = 403; /* both services answer a missing or wrong key with 403 */
+    if (req->errors == HY_HTTP_ERRORS_LIBRE)
+        compat_error_body(&b, "error", msg);
+    else if (req->errors == HY_HTTP_ERRORS_DEEPL)
+        compat_error_body(&b, "message", msg);
+    else
+        hy_http_error_body(&b, status, code, msg);
     hy_http_text(req, status, "application/json", b.p ? b.p : "", b.n);
     hy_http_buf_free(&b);
     return true;
@@ -377,6 +395,8 @@ void hy_http_req_unref(struct hy_http_req *req)
     hy_http_buf_free(&req->out);
     pthread_mutex_destroy(&req->mu);
     free(req->auth);
+    free(req->ctype);
+    free(req->query);
     free(req);
 }
 
@@ -403,7 +423,33 @@ static const struct route routes[] = {
     {"/metrics", HY_ROUTE_METRICS, "GET", false, false, hy_api_metrics},
     {"/tokenize", HY_ROUTE_TOKENIZE, "POST", true, true, hy_api_tokenize},
     {"/detokenize", HY_ROUTE_DETOKENIZE, "POST", true, true, hy_api_detokenize},
+    /* LibreTranslate's: the key may come in the body (api_key), so the handler checks it */
+    {"/translate", HY_ROUTE_LIBRE_TRANSLATE, "POST", true, false, hy_api_libre_translate},
+    {"/languages", HY_ROUTE_LIBRE_LANGUAGES, "GET", false, false, hy_api_libre_languages},
+    {"/v2/translate", HY_ROUTE_DEEPL_TRANSLATE, "POST", true, true, hy_api_deepl_translate},
+    {"/v2/languages", HY_ROUTE_DEEPL_LANGUAGES, "GET", false, true, hy_api_deepl_languages},
+    {"/openapi.json", HY_ROUTE_OPENAPI, "GET", false, false, hy_api_openapi},
 };
+
+const char *hy_server_route(size_t i, const char **method)
+{
+    if (i >= sizeof routes / sizeof routes[0])
+        return NULL;
+    *method = routes[i].method;
+    return routes[i].path;
+}
+
+/* The error shape of a route's answers (every refusal before the handler included). */
+static enum hy_http_errors errors_of(enum hy_route r)
+{
+    switch (r) {
+    case HY_ROUTE_LIBRE_TRANSLATE:
+    case HY_ROUTE_LIBRE_LANGUAGES: return HY_HTTP_ERRORS_LIBRE;
+    case HY_ROUTE_DEEPL_TRANSLATE:
+    case HY_ROUTE_DEEPL_LANGUAGES: return HY_HTTP_ERRORS_DEEPL;
+    default: return HY_HTTP_ERRORS_OPENAI;
+    }
+}
 
 static const struct route *find_route(const char *path)
 {
@@ -413,20 +459,35 @@ static const struct route *find_route(const char *path)
     return NULL;
 }
 
-static bool authorized(struct hy_http_req *req)
+/* h equals the server's key; every byte compared (no early exit on a mismatch). */
+static bool key_equal(const char *h, const char *key)
 {
-    const char *key = req->srv->cfg.api_key;
-    if (!key)
-        return true;
-    const char *h = req->auth;
-    if (!h || strncasecmp(h, "Bearer ", 7))
-        return false;
-    h += 7;
     size_t a = strlen(h), b = strlen(key);
     unsigned diff = a != b; /* compare every byte: no early exit on the first mismatch */
     for (size_t i = 0; i < a && i < b; i++)
         diff |= (unsigned char)h[i] ^ (unsigned char)key[i];
     return diff == 0;
+}
+
+bool hy_http_authorized(const struct hy_http_req *req, const char *key)
+{
+    const char *want = req->srv->cfg.api_key, *h = req->auth;
+    if (!want)
+        return true;
+    if (key && key_equal(key, want))
+        return true;
+    if (h && !strncasecmp(h, "Bearer ", 7))
+        return key_equal(h + 7, want);
+    if (h && !strncasecmp(h, "DeepL-Auth-Key ", 15)) /* DeepL's clients send this */
+        return key_equal(h + 15, want);
+    return false;
+}
+
+/* The method of the route at path, or NULL (the 405 answer's Allow header). */
+static const char *route_method(const char *path)
+{
+    const struct route *rt = find_route(path);
+    return rt ? rt->method : NULL;
 }
 
 static bool preflight(struct hy_http_req *req)
@@ -447,13 +508,14 @@ bool hy_http_dispatch(struct hy_http_req *req)
     if (!rt)
         return hy_http_error(req, 404, "not_found", "no route %s %s", req->method, req->path);
     req->route = rt->id;
+    req->errors = errors_of(rt->id);
     if (!strcmp(req->method, "OPTIONS"))
         return preflight(req);
     req->head_only = !strcmp(req->method, "HEAD") && !strcmp(rt->method, "GET");
     if (strcmp(req->method, rt->method) && !req->head_only)
         return hy_http_error(req, 405, "method_not_allowed", "%s takes %s, not %s", rt->path,
                              rt->method, req->method);
-    if (rt->auth && !authorized(req))
+    if (rt->auth && !hy_http_authorized(req, NULL))
         return hy_http_error(req, 401, "invalid_api_key",
                              "a valid API key is required (Authorization: Bearer KEY)");
     if (rt->engine && atomic_load(&req->srv->draining))

@@ -68,6 +68,11 @@ void hy_http_buf_free(struct hy_http_buf *b);
 
 enum hy_work_state { HY_W_IDLE, HY_W_QUEUED, HY_W_RUNNING, HY_W_AGAIN, HY_W_DONE };
 
+/* The shape of error bodies: OpenAI's {"error": {message, type, code}} (every native
+ * route), LibreTranslate's {"error": "message"}, DeepL's {"message": "message"}; the two
+ * compatible ones also answer 401 as 403, as those services do. */
+enum hy_http_errors { HY_HTTP_ERRORS_OPENAI, HY_HTTP_ERRORS_LIBRE, HY_HTTP_ERRORS_DEEPL };
+
 struct hy_http_req {
     struct hy_server *srv;
     atomic_int refs;
@@ -75,6 +80,9 @@ struct hy_http_req {
     char method[16];
     char path[256];   /* percent-decoded, checked; longer paths match no route */
     char *auth;       /* the Authorization header's value, or NULL */
+    char *ctype;      /* the Content-Type header's value, or NULL */
+    char *query;      /* the target's query string (after '?', still encoded), or NULL */
+    enum hy_http_errors errors; /* the route's error shape */
     char id[HY_HTTP_REQUEST_ID_MAX + 1]; /* the request id (see HY_HTTP_REQUEST_ID_MAX) */
     bool head_only;   /* HEAD: the GET response's head alone */
     bool keep_alive;  /* the client's wish (HTTP version, Connection) */
@@ -137,6 +145,21 @@ void hy_http_notify(void *ctx);
 
 /* Parses the body as a JSON object; on failure answers 400 and returns NULL. */
 json_t *hy_http_body_json(struct hy_http_req *req);
+/* The body's fields as a JSON object, from JSON or, with Content-Type
+ * application/x-www-form-urlencoded, from the form (every value a string; a repeated name
+ * gives an array of strings, in order; a "form" that starts with '{' is JSON, as curl -d
+ * sends it). On failure answers 400 (415 for another form
+ * encoding such as multipart) and returns NULL. */
+json_t *hy_http_body_params(struct hy_http_req *req);
+/* An application/x-www-form-urlencoded string (a body or a query) as a JSON object as
+ * above: '+' is a space, %XX a byte; every name and value must be UTF-8 without NUL, at
+ * most HY_HTTP_FORM_MAX_FIELDS fields. NULL with the reason in err (HY_E_INVAL). */
+#define HY_HTTP_FORM_MAX_FIELDS 1024
+json_t *hy_http_form_parse(const char *s, size_t n, struct hy_err *err);
+/* True when the request carries the server's API key (or none is set): in the
+ * Authorization header as "Bearer KEY" or "DeepL-Auth-Key KEY", or given as `key` (a
+ * LibreTranslate body's api_key; NULL: none). Constant time in the key's length. */
+bool hy_http_authorized(const struct hy_http_req *req, const char *key);
 /* A fresh id such as "chatcmpl-..." (prefix + 24 hex digits) into buf. */
 void hy_http_new_id(struct hy_server *srv, const char *prefix, char *buf, size_t cap);
 /* The request id from an X-Request-Id value (v, n bytes; v NULL: none) into
@@ -184,5 +207,11 @@ bool hy_api_metrics(struct hy_http_req *req);
 bool hy_api_page(struct hy_http_req *req);
 bool hy_api_tokenize(struct hy_http_req *req);
 bool hy_api_detokenize(struct hy_http_req *req);
+bool hy_api_libre_translate(struct hy_http_req *req);
+bool hy_api_libre_languages(struct hy_http_req *req);
+bool hy_api_deepl_translate(struct hy_http_req *req);
+bool hy_api_deepl_languages(struct hy_http_req *req);
+bool hy_api_openapi(struct hy_http_req *req);
+
 
 #endif

@@ -280,6 +280,12 @@ static void on_head(struct hy_loop *l, struct conn *c, const struct hy_http_head
     const struct hy_http_header *a = hy_http_find(h, "authorization");
     if (a)
         req->auth = strndup(a->value, a->value_len);
+    const struct hy_http_header *ct = hy_http_find(h, "content-type");
+    if (ct)
+        req->ctype = strndup(ct->value, ct->value_len);
+    const char *qm = memchr(h->target, '?', h->target_len);
+    if (qm) /* checked by hy_http_check_target; parsed by the handlers that take one */
+        req->query = strndup(qm + 1, h->target_len - (size_t)(qm + 1 - h->target));
     const struct hy_http_header *rid = hy_http_find(h, "x-request-id");
     hy_http_request_id(s, rid ? rid->value : NULL, rid ? rid->value_len : 0, req->id);
     c->req = req;

@@ -23,6 +23,11 @@ static const char *const routes[HY_ROUTE_COUNT] = {"/",
                                                    "/metrics",
                                                    "/tokenize",
                                                    "/detokenize",
+                                                   "/translate",
+                                                   "/languages",
+                                                   "/v2/translate",
+                                                   "/v2/languages",
+                                                   "/openapi.json",
                                                    "other"};
 
 const char *hy_metrics_route_name(enum hy_route r)

@@ -73,4 +73,9 @@ int hy_server_drain(struct hy_server *s);
 /* Closes every connection, stops the threads and frees the server. Accepts NULL. */
 void hy_server_destroy(struct hy_server *s);
 
+/* The route table, read only: the path of route i and its method in *method ("GET" also
+ * answers HEAD); NULL past the last. For `hymt serve --print-routes`, which the OpenAPI
+ * document's test compares with the document's paths. */
+const char *hy_server_route(size_t i, const char **method);
+
 #endif

@@ -213,7 +213,7 @@ assert post("/detokenize", {"tokens": [1]}, key=False)[0] == 401
 msgs = [{"role": "user", "content": "a"}]
 for k, v in [("tools", [{"type": "function", "function": {"name": "f"}}]), ("tool_choice", "auto"),
              ("functions", [{"name": "f"}]), ("function_call", "auto"), ("response_format", {"type": "json_object"}),
-             ("logprobs", True), ("top_logprobs", 3), ("n", 2), ("best_of", 2), ("suffix", "x"), ("echo", True),
+             ("n", 2), ("best_of", 2), ("suffix", "x"), ("echo", True),
              ("logit_bias", {"5": 10}), ("presence_penalty", 0.5), ("frequency_penalty", 1)]:
     for path, body in [("/v1/chat/completions", {"messages": msgs}), ("/v1/completions", {"prompt": "a"})]:
         body = dict(body, max_tokens=2, **{k: v})

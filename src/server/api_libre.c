@@ -1,0 +1,262 @@
+/* api_libre.c: LibreTranslate's API (its README and /docs), for the tools that speak it:
+ * POST /translate {q: a string or an array of strings, source: a code or "auto", target,
+ * format: "text" | "html", alternatives: 0..LT_MAX_ALTERNATIVES (more translations, sampled
+ * at temperature 1 with other seeds; only those that differ are listed), api_key} as JSON or as a
+ * form, answered {"translatedText": ..., "detectedLanguage": {"confidence", "language"}
+ * (source auto only), "alternatives": [...] (when asked)}, with arrays of those for an
+ * array q; GET /languages [{code, name, targets}]. Errors are LibreTranslate's
+ * {"error": "..."} (400 for a bad request, 403 for a missing or wrong key, 429, 500, 503).
+ * The translation itself is /api/translate's job (tr.h, compat.h). */
+#include "server/compat.h"
+
+#include "core/json.h"
+#include "core/utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LT_MAX_TEXTS 128        /* strings in one q array, as /api/translate's texts */
+#define LT_MAX_ALTERNATIVES 3   /* extra translations sampled (compat.h) */
+#define LT_LANG_MAX 64
+
+struct lt {
+    struct hy_compat c;
+    bool array;      /* q was an array: so is every answer field */
+    bool detect;     /* source was auto: detectedLanguage */
+    int n_alt;
+};
+
+static void lt_free(void *ctx)
+{
+    struct lt *l = ctx;
+    hy_compat_free(&l->c);
+    free(l);
+}
+
+/* detectedLanguage of one text. The detector decides or abstains (translate/lang.h), so
+ * the confidence is 100 or, undecided, 0 with language null. */
+static json_t *detected(const struct hy_lang *src)
+{
+    return json_pack("{s:f,s:o}", "confidence", src ? 100.0 : 0.0, "language",
+                     src ? json_string(src->code) : json_null());
+}
+
+/* Distinct translations of text i other than the first variant's. */
+static json_t *alternatives(const struct lt *l, const char *const *outs, const size_t *lens,
+                            size_t i, const char *main, size_t main_len)
+{
+    json_t *a = json_array();
+    for (int v = 1; v <= l->n_alt; v++) {
+        char *s = NULL;
+        size_t n = 0;
+        struct hy_err err = {{0}};
+        if (hy_compat_result(&l->c, outs, lens, i, v, &s, &n, &err) == HY_OK &&
+            !(n == main_len && !memcmp(s, main, n))) {
+            bool dup = false;
+            for (size_t j = 0; j < json_array_size(a); j++) {
+                json_t *x = json_array_get(a, j);
+                dup = dup || (json_string_length(x) == n && !memcmp(json_string_value(x), s, n));
+            }
+            if (!dup)
+                json_array_append_new(a, json_stringn(s, n));
+        }
+        free(s);
+    }
+    return a;
+}
+
+static void answer(struct hy_http_req *req, void *ctx, const char *const *outs,
+                   const size_t *lens, const struct hy_lang *const *srcs, size_t n_items)
+{
+    struct lt *l = ctx;
+    (void)n_items;
+    json_t *texts = json_array(), *langs = json_array(), *alts = json_array();
+    for (size_t i = 0; i < l->c.n_texts; i++) {
+        char *s = NULL;
+        size_t n = 0;
+        struct hy_err err = {{0}};
+        if (hy_compat_result(&l->c, outs, lens, i, 0, &s, &n, &err)) {
+            json_decref(texts), json_decref(langs), json_decref(alts);
+            hy_http_error(req, 500, "translation_failed", "%s", err.msg);
+            return;
+        }
+        json_array_append_new(texts, json_stringn(s, n));
+        json_array_append_new(langs, detected(n_items ? hy_compat_source(&l->c, srcs, i) : NULL));
+        json_array_append_new(alts, alternatives(l, outs, lens, i, s, n));
+        free(s);
+    }
+    json_t *j = json_object();
+    json_object_set_new(j, "translatedText", l->array ? texts : json_incref(json_array_get(texts, 0)));
+    if (l->detect)
+        json_object_set_new(j, "detectedLanguage",
+                            l->array ? json_incref(langs) : json_incref(json_array_get(langs, 0)));
+    if (l->n_alt)
+        json_object_set_new(j, "alternatives",
+                            l->array ? json_incref(alts) : json_incref(json_array_get(alts, 0)));
+    if (!l->array)
+        json_decref(texts);
+    json_decref(langs);
+    json_decref(alts);
+    hy_http_json(req, 200, j);
+}
+
+/* A language field: a code or name (LibreTranslate's "zt" is Traditional Chinese);
+ * "auto" for the source gives NULL. Answers 400 and returns false when unknown. */
+static bool lang_field(struct hy_http_req *req, json_t *body, const char *key, bool source,
+                       const struct hy_lang **out)
+{
+    json_t *v = json_object_get(body, key);
+    *out = NULL;
+    if (!v || json_is_null(v) || (json_is_string(v) && !json_string_length(v)))
+        return source || !hy_http_error(req, 400, "missing_parameter",
+                                        "Invalid request: missing %s parameter", key);
+    const char *name = json_string_value(v);
+    if (!json_is_string(v) || json_string_length(v) >= LT_LANG_MAX)
+        return !hy_http_error(req, 400, "invalid_parameter", "%s: a language code is required",
+                              key);
+    if (source && !strcmp(name, "auto"))
+        return true;
+    *out = hy_lang_find(!strcmp(name, "zt") ? "zh-Hant" : name);
+    return *out || !hy_http_error(req, 400, "unknown_language", "%s is not supported", name);
+}
+
+/* An integer that a form sends as a string. */
+static bool int_field(json_t *body, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    json_t *v = json_object_get(body, key);
+    if (!v || json_is_null(v))
+        return true;
+    char *end = NULL;
+    long long x = json_is_integer(v) ? json_integer_value(v)
+                  : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                      : lo - 1;
+    if (end && (end == json_string_value(v) || *end))
+        x = lo - 1;
+    *out = x;
+    return x >= lo && x <= hi;
+}
+
+static size_t count_chars(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* q as an array of UTF-8 strings (a string becomes an array of one); NULL after a 400. */
+static json_t *q_field(struct hy_http_req *req, json_t *body, bool *array)
+{
+    json_t *q = json_object_get(body, "q");
+    *array = json_is_array(q);
+    if (!q || json_is_null(q))
+        return hy_http_error(req, 400, "missing_parameter", "Invalid request: missing q parameter"),
+               NULL;
+    json_t *list = *array ? json_incref(q) : json_pack("[O]", q);
+    size_t n = json_array_size(list), chars = 0;
+    const char *why = n < 1 || n > LT_MAX_TEXTS ? "q: 1 to 128 strings are required" : NULL;
+    for (size_t i = 0; !why && i < n; i++) {
+        json_t *s = json_array_get(list, i);
+        if (!json_is_string(s))
+            why = "q: a string or an array of strings is required";
+        else
+            chars += count_chars(json_string_value(s), json_string_length(s));
+    }
+    if (!why && chars > req->srv->cfg.max_chars) {
+        hy_http_error(req, 400, "text_too_long",
+                      "Invalid request: request (%zu) exceeds text limit (%zu)", chars,
+                      req->srv->cfg.max_chars);
+        json_decref(list);
+        return NULL;
+    }
+    if (why) {
+        hy_http_error(req, 400, "invalid_parameter", "Invalid request: %s", why);
+        json_decref(list);
+        return NULL;
+    }
+    return list;
+}
+
+/* Reads the fields into l and job; answers 4xx and returns NULL (q list) on a bad one. */
+static json_t *parse(struct hy_http_req *req, json_t *body, struct lt *l, struct hy_tr_job *job,
+                     enum hy_format *fmt)
+{
+    json_t *key = json_object_get(body, "api_key");
+    if (!hy_http_authorized(req, json_is_string(key) ? json_string_value(key) : NULL))
+        return hy_http_error(req, 403, "invalid_api_key", "Invalid API key"), NULL;
+    json_t *format = json_object_get(body, "format");
+    const char *fs = json_is_string(format) ? json_string_value(format) : "text";
+    *fmt = !strcmp(fs, "html") ? HY_FORMAT_HTML : HY_FORMAT_TEXT;
+    if (format && !json_is_null(format) && strcmp(fs, "text") && strcmp(fs, "html"))
+        return hy_http_error(req, 400, "invalid_parameter", "%s format is not supported",
+                             json_is_string(format) ? fs : "this"),
+               NULL;
+    int64_t alt = 0;
+    if (!int_field(body, "alternatives", 0, LT_MAX_ALTERNATIVES, &alt))
+        return hy_http_error(req, 400, "invalid_parameter",
+                             "alternatives: an integer from 0 to %d (translations sampled at "
+                             "temperature 1) is supported",
+                             LT_MAX_ALTERNATIVES),
+               NULL;
+    l->n_alt = (int)alt;
+    json_t *src = json_object_get(body, "source");
+    l->detect = !src || json_is_null(src) || (json_is_string(src) && !strcmp(json_string_value(src), "auto"));
+    if (!lang_field(req, body, "source", true, &job->src) ||
+        !lang_field(req, body, "target", false, &job->tgt))
+        return NULL;
+    return q_field(req, body, &l->array);
+}
+
+bool hy_api_libre_translate(struct hy_http_req *req)
+{
+    json_t *body = hy_http_body_params(req);
+    if (!body)
+        return true;
+    struct lt *l = calloc(1, sizeof *l);
+    struct hy_tr_job job = {0};
+    enum hy_format fmt = HY_FORMAT_TEXT;
+    json_t *q = l ? parse(req, body, l, &job, &fmt) : NULL;
+    json_decref(body);
+    if (!l)
+        return hy_http_error(req, 500, "out_of_memory", "out of memory");
+    if (!q) {
+        free(l);
+        return true;
+    }
+    struct hy_server *s = req->srv;
+    uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull;
+    struct hy_err err = {{0}};
+    struct hy_sampler_params sp = hy_sampler_params_default();
+    sp.seed = seed;
+    hy_status st = hy_compat_plan(&l->c, q, fmt, 1 + l->n_alt, &sp, &err);
+    json_decref(q);
+    if (st) {
+        lt_free(l);
+        return hy_http_error(req, st == HY_E_NOMEM ? 500 : 400, "invalid_parameter",
+                             "Invalid request: %s", err.msg);
+    }
+    job.sampling = sp;
+    job.answer = answer;
+    job.ctx = l;
+    job.ctx_free = lt_free;
+    hy_compat_job(&l->c, &job);
+    return hy_tr_start(req, &job);
+}
+
+bool hy_api_libre_languages(struct hy_http_req *req)
+{
+    json_t *codes = json_array(), *list = json_array();
+    for (size_t i = 0; i < HY_LANG_COUNT; i++)
+        json_array_append_new(codes, json_string(hy_lang_at(i)->code));
+    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
+        const struct hy_lang *g = hy_lang_at(i);
+        json_t *targets = json_array(); /* every language but itself */
+        for (size_t j = 0; j < HY_LANG_COUNT; j++)
+            if (j != i)
+                json_array_append(targets, json_array_get(codes, j));
+        json_array_append_new(list, json_pack("{s:s,s:s,s:o}", "code", g->code, "name",
+                                              g->name_en, "targets", targets));
+    }
+    json_decref(codes);
+    return hy_http_json(req, 200, list);
+}
