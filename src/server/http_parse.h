@@ -1,10 +1,10 @@
 /* http_parse.h: a strict HTTP/1.1 request parser (RFC 9112) in the picohttpparser style:
  * it reads a byte range, never allocates, never reads past the range and never writes to
  * it (the chunked decoder compacts the body in place), and points into the caller's buffer.
- * What it accepts: a request line "METHOD SP origin-form SP HTTP/1.x CRLF" (single spaces,
- * a token method, a target of visible ASCII starting with '/'), header lines "name: value
- * CRLF" (token names, no space before the colon, values without control characters other
- * than HTAB, no obs-fold), at most HY_HTTP_MAX_HEADERS of them, one Host for HTTP/1.1.
+ * What it accepts: a request line "METHOD SP target SP HTTP/1.x CRLF" (single spaces, a
+ * token method, a target of visible ASCII whose form hy_http_check_target judges), header
+ * lines "name: value CRLF" (token names, no space before the colon, values without control
+ * characters other than HTAB, no obs-fold), at most HY_HTTP_MAX_HEADERS of them, one Host for HTTP/1.1.
  * Leading empty lines before the request line are skipped (RFC 9112 2.2). Framing: at most
  * one Content-Length (digits only; a second one, even equal, is refused: request smuggling
  * behind a proxy that reads the other), or Transfer-Encoding: chunked alone (any other
@@ -57,8 +57,10 @@ int hy_http_parse_head(const char *buf, size_t len, size_t max, struct hy_http_h
 const struct hy_http_header *hy_http_find(const struct hy_http_head *h, const char *name);
 
 /* Checks the target and percent-decodes its path (up to '?') into path[cap] (NUL-terminated;
- * 414 when it does not fit). false with *e set (400) for a bad escape, a decoded NUL or
- * control character, or invalid UTF-8 in path or query. */
+ * 414 when it does not fit). false with *e set (400) for a target that is not a path
+ * starting with '/' (absolute-form, authority-form and '*' are refused: the server is no
+ * proxy and answers no OPTIONS *), a bad escape, a decoded NUL or control character, or
+ * invalid UTF-8 in path or query. */
 bool hy_http_check_target(const char *t, size_t n, char *path, size_t cap,
                           struct hy_http_perr *e);
 
