@@ -4,8 +4,8 @@
  * What it accepts: a request line "METHOD SP target SP HTTP/1.x CRLF" (single spaces, a
  * token method, a target of visible ASCII whose form hy_http_check_target judges), header
  * lines "name: value CRLF" (token names, no space before the colon, values without control
- * characters other than HTAB, no obs-fold), at most HY_HTTP_MAX_HEADERS of them, one Host for HTTP/1.1.
- * Leading empty lines before the request line are skipped (RFC 9112 2.2). Framing: at most
+ * characters other than HTAB, no obs-fold), at most HY_HTTP_MAX_HEADERS of them, one Host
+ * for HTTP/1.1. Leading empty lines before the request line are skipped (RFC 9112 2.2). Framing: at most
  * one Content-Length (digits only; a second one, even equal, is refused: request smuggling
  * behind a proxy that reads the other), or Transfer-Encoding: chunked alone (any other
  * coding, a list, or chunked with Content-Length is refused). Every refusal says which
