@@ -1,15 +1,15 @@
 /* http_parse.h: a strict HTTP/1.1 request parser (RFC 9112) in the picohttpparser style:
  * it reads a byte range, never allocates, never reads past the range and never writes to
  * it (the chunked decoder compacts the body in place), and points into the caller's buffer.
- * What it accepts: a request line "METHOD SP target SP HTTP/1.x CRLF" (single spaces, a
- * token method, a target of visible ASCII whose form hy_http_check_target judges), header
- * lines "name: value CRLF" (token names, no space before the colon, values without control
- * characters other than HTAB, no obs-fold), at most HY_HTTP_MAX_HEADERS of them, one Host
- * for HTTP/1.1. Leading empty lines before the request line are skipped (RFC 9112 2.2). Framing: at most
- * one Content-Length (digits only; a second one, even equal, is refused: request smuggling
- * behind a proxy that reads the other), or Transfer-Encoding: chunked alone (any other
- * coding, a list, or chunked with Content-Length is refused). Every refusal says which
- * status answers it (400, 414, 417, 431 or 505), with a stable code and a message.
+ * What it accepts: a request line "METHOD SP target SP HTTP/1.x CRLF" (single spaces, a token
+ * method, a target of visible ASCII whose form hy_http_check_target judges), header lines
+ * "name: value CRLF" (token names, no space before the colon, values without control characters
+ * other than HTAB, no obs-fold), at most HY_HTTP_MAX_HEADERS of them, one Host for HTTP/1.1.
+ * Leading empty lines before the request line are skipped (RFC 9112 2.2). Framing: at most one
+ * Content-Length (digits only; a second one, even equal, is refused: request smuggling behind a
+ * proxy that reads the other), or Transfer-Encoding: chunked alone (any other coding, a list,
+ * or chunked with Content-Length is refused). Every refusal says which status answers it (400,
+ * 414, 417, 431 or 505), with a stable code and a message.
  * The target check percent-decodes the path and refuses bad escapes, NULs, control
  * characters and invalid UTF-8 in path and query. */
 #ifndef HY_SERVER_HTTP_PARSE_H
