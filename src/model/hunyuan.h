@@ -46,6 +46,16 @@ struct hy_model {
     int64_t n_params;                /* parameters used by the forward pass */
     int64_t n_active_params;         /* ... of which one token uses (= n_params when dense) */
     struct hy_moe_weights *moe;      /* hy_v3: [cfg.n_moe_layers], owned (hy_v3.c); else NULL */
+    /* Weight slots (tok_embd, out_norm, lm_head, then each layer's 11 in struct order) and
+     * sharing them with another model (hy_model_opts.share_from). Dense safetensors
+     * models only; otherwise bound is NULL and nothing is shared. */
+    int n_slots;                     /* 3 + 11 x layers */
+    struct hy_weight *bound;         /* [n_slots] each weight as bound to the checkpoint,
+                                      * before quantization or upload (mapped file) */
+    bool *shared;                    /* [n_slots] taken from share_from (not freed here) */
+    int n_shared;                    /* slots shared */
+    int64_t shared_bytes;            /* checkpoint bytes of the shared slots */
+    enum hy_dtype quant;             /* the load-time quantization asked for */
 };
 
 /* One sequence's part of a batched step. */
@@ -85,6 +95,15 @@ struct hy_model_opts {
      * or kept fp8 on a backend with weight_upload_fp8 (CUDA), as the projections of fp8
      * checkpoints are. 0 (HY_DTYPE_F32): as stored; other values are refused. */
     enum hy_dtype quant;
+    /* Optional, borrowed: a model already loaded on a backend of the same kind with the
+     * same options and the same quant (a second engine's model beside the first, as
+     * --chimera loads). A weight whose checkpoint tensor equals share_from's at the same
+     * slot (dtype and shape, a hash of sampled pages, then every byte compared) is not
+     * loaded again: it points at share_from's copy (device memory, quantized buffer or
+     * mapped file), which share_from keeps owning; so share_from must outlive this model
+     * (destroy this one first). Weights an fp8 upload keeps in fp8 are not shared. A
+     * different backend kind or quant shares nothing (logged). */
+    const struct hy_model *share_from;
 };
 hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_backend *be,
                              const struct hy_model_opts *opts, struct hy_err *err);

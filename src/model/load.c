@@ -5,6 +5,7 @@
 #include "model/hunyuan.h"
 #include "model/hy_v3.h"
 #include "model/load_quant.h"
+#include "model/share.h"
 
 #include "core/log.h"
 #include "core/proc.h"
@@ -135,9 +136,11 @@ static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
 {
     int n = 0;
     const bool q = m->weights_quantized;
-    ws[n++] = &m->tok_embd;
-    ws[n++] = &m->out_norm;
-    if (m->lm_head.data != m->tok_embd.data && !q)
+    if (!hy_model_is_shared(m, &m->tok_embd))
+        ws[n++] = &m->tok_embd;
+    if (!hy_model_is_shared(m, &m->out_norm))
+        ws[n++] = &m->out_norm;
+    if (m->lm_head.data != m->tok_embd.data && !q && !hy_model_is_shared(m, &m->lm_head))
         ws[n++] = &m->lm_head;
     for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
         struct hy_layer_weights *l = &m->layers[i];
@@ -146,7 +149,8 @@ static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
                                   &l->w_gate,    &l->w_up,   &l->w_down};
         for (size_t k = 0; k < (q ? 4 : sizeof lw / sizeof lw[0]); k++) {
             HY_ASSERT(n < cap);
-            ws[n++] = lw[k];
+            if (!hy_model_is_shared(m, lw[k])) /* another model's: not ours to load or free */
+                ws[n++] = lw[k];
         }
     }
     return n;
@@ -242,7 +246,8 @@ static int projections(struct hy_model *m, struct hy_weight **ws, int cap)
         struct hy_weight *lw[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
         for (size_t k = 0; k < sizeof lw / sizeof lw[0]; k++) {
             HY_ASSERT(n < cap);
-            ws[n++] = lw[k];
+            if (!hy_model_is_shared(m, lw[k]))
+                ws[n++] = lw[k];
         }
     }
     return n;
@@ -260,7 +265,8 @@ static int quant_targets(struct hy_model *m, struct hy_weight **ws, int cap)
 {
     int n = m->cfg.arch == HY_ARCH_HYV3 ? hy_v3_projections(m, ws, cap) : projections(m, ws, cap);
     HY_ASSERT(n < cap);
-    ws[n++] = &m->lm_head;
+    if (!hy_model_is_shared(m, &m->lm_head))
+        ws[n++] = &m->lm_head;
     return n;
 }
 
@@ -476,6 +482,11 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
         s = hy_load_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
     if (!s && !gguf && !hyv3)
         s = bind_all(m, err);
+    m->quant = quant;
+    if (!s && !gguf && !hyv3)
+        s = hy_model_slots_keep(m, err);
+    if (!s && opts && opts->share_from)
+        s = hy_model_share(m, opts->share_from, err);
     const uint64_t used0 = device_used(be);
     if (!s)
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
@@ -517,6 +528,8 @@ void hy_model_destroy(struct hy_model *m)
         free_quantized(m);
     hy_v3_unbind(m);
     free(m->layers);
+    free(m->bound);
+    free(m->shared);
     hy_st_close(m->st);
     hy_gguf_close(m->gguf);
     free(m);
