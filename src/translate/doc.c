@@ -1,5 +1,6 @@
 /* doc.c: document translation on the engine (doc.h has the contract). */
 #include "translate/doc.h"
+#include "translate/doc_impl.h"
 
 #include "core/clock.h"
 #include "core/utf8.h"
@@ -14,46 +15,6 @@
 #include <time.h>
 
 #define DOC_STARVED_S 0.01 /* hy_doc_translate's retry when others' requests fill the queue */
-
-struct seg_job {
-    uint64_t h;
-    bool submitted, done;
-    enum hy_finish finish;
-    int32_t *ids; /* generated ids [max_new] */
-    int n_ids, max_new;
-    /* streaming, for the segment at the front of the output (see emit) */
-    struct hy_detok dt;
-    int n_fed;      /* ids already through the detokenizer */
-    bool started;   /* its separator and first visible character are written */
-    char *tm_settings; /* its translation-memory settings (tm.h), when a memory is used */
-    char *tm_text;     /* the memory's translation, on a hit */
-    size_t tm_len;
-};
-
-struct hy_doc {
-    struct hy_engine *e;
-    const struct hy_tok *tok;
-    const struct hy_doc_opts *o;
-    const char *text;
-    size_t len;
-    enum hy_prompt_style style;
-    const struct hy_lang *src;
-    int32_t stop[HY_ENGINE_MAX_STOP];
-    int n_stop;
-    struct hy_seg *segs;
-    struct seg_job *jobs;
-    size_t n, next_submit, next_write, n_done, trail;
-    int32_t *prompt; /* scratch [max_seq_tokens] */
-    int32_t *count_buf; /* scratch for the token-count callback [len + 1] */
-    char *ctx;          /* scratch for a segment's context [context_len + 1 + len] */
-    char *ws;           /* the front segment's whitespace held back (see emit) */
-    size_t n_ws, cap_ws;
-    char *out;          /* the front segment's translation as written, for the memory */
-    size_t n_out, cap_out;
-    struct hy_doc_result *res;
-    double t0;
-    bool finished; /* everything written */
-};
 
 /* Tokens in s: the segmenter's length measure. */
 static size_t count_tokens(void *ctx, const char *s, size_t n)
@@ -213,12 +174,20 @@ static hy_status submit(struct hy_doc *d, size_t i, struct hy_err *err)
     if (!j->ids && !(j->ids = malloc((size_t)j->max_new * sizeof *j->ids)))
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     hy_detok_init(&j->dt, d->tok, true); /* special ids, the stop token among them, vanish */
+    j->eng = d->e;
+    if (d->o->ensemble) /* k candidates now, Chimera's request once they are done */
+        return doc_ens_submit(d, i, &r, err);
     st = hy_engine_submit(d->e, &r, &j->h, err);
     if (!st) {
         j->submitted = true;
         d->res->tokens_in += (int64_t)n;
     }
     return st;
+}
+
+void doc_finish(struct hy_doc *d, size_t i, enum hy_finish why)
+{
+    finish(d, i, why);
 }
 
 /* Marks segment i done: decodes its ids (special tokens such as the stop token dropped). */
@@ -251,8 +220,12 @@ static bool poll_engine(struct hy_doc *d)
         if (!j->submitted || j->done)
             continue;
         window--;
+        if (j->ens && !j->fusing) { /* an ensemble's candidates, not yet fused */
+            progress |= doc_ens_poll(d, i);
+            continue;
+        }
         struct hy_engine_status st;
-        int k = hy_engine_read(d->e, j->h, j->ids + j->n_ids, j->max_new - j->n_ids, 0, &st);
+        int k = hy_engine_read(j->eng, j->h, j->ids + j->n_ids, j->max_new - j->n_ids, 0, &st);
         if (k < 0) {
             finish(d, i, HY_FINISH_ERROR);
             progress = true;
@@ -262,7 +235,7 @@ static bool poll_engine(struct hy_doc *d)
         d->res->tokens_out += k;
         progress |= k > 0;
         if (st.done && st.n_generated == j->n_ids) {
-            hy_engine_release(d->e, j->h);
+            hy_engine_release(j->eng, j->h);
             finish(d, i, st.finish);
             progress = true;
         }
@@ -378,6 +351,8 @@ static hy_status flush(struct hy_doc *d, struct hy_err *err)
         }
         if (!st && ok && j->tm_text)
             st = emit(d, d->next_write, j->tm_text, j->tm_len, err);
+        if (!st && j->ens)
+            st = doc_ens_flush(d, d->next_write, err);
         if (!st && d->o->tm && j->finish == HY_FINISH_STOP && !j->tm_text && j->started) {
             struct hy_tm_key k = tm_key(d, d->next_write);
             bool stored = hy_tm_put(d->o->tm, &k, d->out, d->n_out, NULL) == HY_OK;
@@ -424,7 +399,7 @@ static bool submit_more(struct hy_doc *d, bool *full, struct hy_err *err)
 static bool in_flight(const struct hy_doc *d)
 {
     for (size_t i = d->next_write; i < d->next_submit; i++)
-        if (d->jobs[i].submitted && !d->jobs[i].done)
+        if (d->jobs[i].submitted && !d->jobs[i].done && !doc_ens_waiting(d, i))
             return true;
     return false;
 }
@@ -438,6 +413,7 @@ hy_status hy_doc_pump(struct hy_doc *d, bool *done, bool *starved, struct hy_err
     while (progress && d->next_write < d->n) {
         struct hy_err e2 = {{0}};
         progress = submit_more(d, &full, &e2);
+        d->fuse_waiting = false; /* set again by an ensemble whose fusion still waits */
         progress |= poll_engine(d);
         size_t before = d->next_write;
         hy_status st = flush(d, err);
@@ -446,7 +422,7 @@ hy_status hy_doc_pump(struct hy_doc *d, bool *done, bool *starved, struct hy_err
         progress |= d->next_write != before;
     }
     if (d->next_write < d->n) {
-        *starved = full && !in_flight(d);
+        *starved = (full || d->fuse_waiting) && !in_flight(d);
         return HY_OK;
     }
     d->finished = true;
@@ -459,8 +435,10 @@ void hy_doc_end(struct hy_doc *d)
     if (!d)
         return;
     for (size_t i = 0; d->jobs && i < d->n; i++) {
-        if (d->jobs[i].submitted && !d->jobs[i].done)
-            hy_engine_release(d->e, d->jobs[i].h); /* cancels it */
+        if (d->jobs[i].ens)
+            doc_ens_end(d, i); /* its candidates or its fusion, and their memory */
+        else if (d->jobs[i].submitted && !d->jobs[i].done)
+            hy_engine_release(d->jobs[i].eng, d->jobs[i].h); /* cancels it */
         free(d->jobs[i].ids);
         free(d->jobs[i].tm_settings);
         free(d->jobs[i].tm_text);
@@ -470,6 +448,7 @@ void hy_doc_end(struct hy_doc *d)
     free(d->jobs);
     free(d->segs);
     free(d->prompt);
+    free(d->fuse_prompt);
     free(d->count_buf);
     free(d->ctx);
     free(d->ws);
@@ -504,6 +483,8 @@ hy_status hy_doc_begin(struct hy_doc **out, struct hy_engine *e, const struct hy
                         "no such form", hy_prompt_style_name(d->style));
     if (!st && o->context_len && hy_utf8_validate(o->context, o->context_len) < o->context_len)
         st = hy_err_set(err, HY_E_INVAL, "the context is not valid UTF-8");
+    if (!st && o->ensemble)
+        st = doc_ens_check(d, err);
     if (!st) {
         d->n_stop = (int)hy_prompt_stop_ids(tok, d->style, d->stop, HY_ENGINE_MAX_STOP);
         d->prompt = malloc((size_t)hy_engine_get_params(e)->max_seq_tokens * sizeof *d->prompt);

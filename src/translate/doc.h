@@ -41,6 +41,31 @@ struct hy_doc_progress {
     double elapsed_s;
 };
 
+/* Chimera ensemble (hy_doc_opts.ensemble): at most this many candidates a segment (the
+ * fusion prompt's slots, prompt_chimera.h). */
+#define HY_DOC_MIN_ENSEMBLE 2
+#define HY_DOC_MAX_ENSEMBLE 6
+
+/* An ensemble segment's candidates so far (hy_doc_opts.cand_progress). */
+struct hy_doc_cand_progress {
+    size_t segment;  /* its index in the document */
+    int done, k;     /* candidates finished, sampled */
+    int64_t tokens;  /* tokens the k candidates generated so far */
+};
+
+/* An ensemble segment's finished candidates (hy_doc_opts.candidates), borrowed for the
+ * call: each trimmed; a candidate that failed is empty. */
+struct hy_doc_cands {
+    size_t segment;
+    const char *sep;    /* the source's whitespace before the segment */
+    size_t sep_len;
+    const char *source; /* the segment's source text */
+    size_t source_len;
+    int k;
+    const char *text[HY_DOC_MAX_ENSEMBLE];
+    size_t len[HY_DOC_MAX_ENSEMBLE];
+};
+
 struct hy_doc_opts {
     const struct hy_lang *src;         /* NULL: detect from the text (may stay unknown) */
     const struct hy_lang *tgt;         /* required */
@@ -63,6 +88,26 @@ struct hy_doc_opts {
      * the engine; every segment the model finishes (stop token, not cut) is stored. */
     struct hy_tm *tm;
     const char *tm_model;              /* the model's name in the memory ("" if NULL) */
+    /* Chimera ensemble, 0: off. With k (HY_DOC_MIN_ENSEMBLE..HY_DOC_MAX_ENSEMBLE) each
+     * segment's prompt is sampled k times at once on the engine (one batch; the prompt's KV
+     * blocks shared through the prefix cache) with the model doc's recommended settings
+     * (hy_sampler_params_default: 0.7, top-k 20, top-p 0.6, repetition penalty 1.05) and
+     * the seeds sampling.seed + 1 .. + k; once all k are done, the chimera engine (its
+     * tokenizer chimera_tok; both borrowed) gets the fusion prompt (prompt_chimera.h) with
+     * `sampling` as given, and its answer is the segment's translation, streamed as any.
+     * A fusion prompt too long for Chimera's max_seq_tokens falls back to the first
+     * candidate (counted). Needs the source language (given or detected) and no
+     * translation memory: else HY_E_INVAL before anything runs. */
+    int ensemble;
+    struct hy_engine *chimera;
+    const struct hy_tok *chimera_tok;
+    /* Optional: an ensemble segment's candidates made progress (tokens or one finished). */
+    void (*cand_progress)(void *ctx, const struct hy_doc_cand_progress *p);
+    void *cand_progress_ctx;
+    /* Optional: each ensemble segment's candidates, in document order, just before its
+     * translation is complete in the sink; a non-OK return stops the translation. */
+    hy_status (*candidates)(void *ctx, const struct hy_doc_cands *c, struct hy_err *err);
+    void *candidates_ctx;
     /* Output sink, called in document order; a non-OK return stops the translation. */
     hy_status (*write)(void *ctx, const char *s, size_t n, struct hy_err *err);
     void *write_ctx;
@@ -92,7 +137,9 @@ struct hy_doc_result {
     size_t tm_stored;       /* segments stored into it */
     size_t tm_errors;       /* lookups or stores that failed (locked file, disk): translated
                              * or written all the same */
-    int64_t tokens_in, tokens_out;
+    size_t fused;           /* ensemble segments Chimera fused */
+    size_t fuse_fallback;   /* ... answered with the first candidate (prompt too long) */
+    int64_t tokens_in, tokens_out; /* all engines: candidates and fusions included */
     const struct hy_lang *src; /* the source language used (detected or given); may be NULL */
     double elapsed_s;
     bool cancelled;         /* stopped by the cancelled hook */
