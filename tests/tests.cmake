@@ -123,6 +123,12 @@ add_test(NAME server_compat_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/com
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa ${CMAKE_SOURCE_DIR}
   ${CMAKE_BINARY_DIR}/npm-compat)
 set_tests_properties(server_compat_test PROPERTIES LABELS server TIMEOUT 300)
+# `hymt serve --chimera` (issue 18 item 1): a copied tiny-mqa as the Chimera model (every
+# weight shared), the KV budget split, ensemble answers (candidates, a fixed seed, streams),
+# the 400s.
+add_test(NAME server_chimera_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/chimera_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(server_chimera_test PROPERTIES LABELS server TIMEOUT 300)
 
 # Load-time quantization (q8, q4, q4_0, q4_k, q6_k) vs the stored weights on the tiny
 # checkpoints (logit cosine, top-1 agreement): label model

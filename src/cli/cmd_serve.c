@@ -45,6 +45,9 @@ static const struct cli_cmd cmd = {
     "  --max-running N            sequences decoded together (default 16; 64 on a GPU)\n"
     "  --max-batch-tokens N       tokens per engine step (default 2048)\n"
     HY_CLI_KV_USAGE
+    "  --chimera MODEL            also load Hunyuan-MT-Chimera-7B (same device; weights\n"
+    "                             identical to the model's shared; a third of the KV\n"
+    "                             memory is its): /api/translate takes \"ensemble\": K (2..6)\n"
     "  --timeout SEC              per request; past it the answer is 504 (default: none)\n"
     "  --drain SEC                at shutdown, wait this long for running requests (default 30)\n"
     "  --max-body BYTES           largest request body; larger is 413 (default 1M)\n"
@@ -74,6 +77,7 @@ static const struct cli_cmd cmd = {
 
 struct serve_opts {
     const char *model, *host, *max_body, *api_key, *cors, *name, *device, *quant, *kv_type;
+    const char *chimera;
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
@@ -102,6 +106,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"cors", CLI_STR, &o->cors, 0, 0, false},
         {"model-name", CLI_STR, &o->name, 0, 0, false},
         {"print-routes", CLI_FLAG, &o->print_routes, 0, 0, false},
+        {"chimera", CLI_STR, &o->chimera, 0, 0, false},
     };
     int n_pos = 0;
     int r = cli_parse_settings(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0,
@@ -168,12 +173,14 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     }
     HY_LOGI("serve: listening on http://%s:%d/ (loading %s)", cfg->host, hy_server_port(srv),
             o->model);
-    st = cli_stack_load(&stk, o->model, o->device, (int)o->threads, o->quant, o->fp8_gemm,
-                        o->kv_type, &o->eng, ep, &err);
+    st = cli_stack_load(&stk, o->model, o->chimera, o->device, (int)o->threads, o->quant,
+                        o->fp8_gemm, o->kv_type, &o->eng, ep, &err);
     if (stk.m) {
         char desc[320];
         HY_LOGI("serve: model runs on %s", hy_backend_describe(stk.be, desc, sizeof desc));
     }
+    if (!st && stk.ce)
+        st = hy_server_set_chimera(srv, stk.ce, stk.ctok, &err);
     if (!st)
         st = hy_server_set_engine(srv, stk.e, stk.tok, &err);
     int rc = 0;
@@ -218,6 +225,11 @@ int cmd_serve(int argc, char **argv)
     if (cli_model_resolve(&cmd, o.model, &mp))
         return 1;
     o.model = mp.path;
+    static struct cli_model cp;
+    if (o.chimera && cli_model_resolve(&cmd, o.chimera, &cp))
+        return 1;
+    if (o.chimera)
+        o.chimera = cp.path;
     char name[256];
     bool demo = is_demo(o.model);
     if (!o.name && !demo)

@@ -54,6 +54,13 @@ static const struct cli_cmd cmd = {
     "  --tm FILE                  translation memory (SQLite, created if missing): segments\n"
     "                             found there are not translated again, new ones are stored\n"
     "                             ('hymt tm' imports and exports TMX)\n"
+    "  --chimera MODEL            Hunyuan-MT-Chimera-7B beside the model (same device; weights\n"
+    "                             identical to the model's are shared; a third of the KV\n"
+    "                             memory is its): each segment is sampled --ensemble times\n"
+    "                             (0.7, 20, 0.6, 1.05; seeds --seed+1..), then Chimera fuses\n"
+    "                             the candidates into the translation (needs --from or a\n"
+    "                             detected source; --temp etc. apply to the fusion)\n"
+    "  --ensemble K               candidates per segment, 2..6 (default 6 with --chimera)\n"
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     HY_CLI_KV_USAGE
@@ -71,7 +78,8 @@ static const struct cli_cmd cmd = {
 
 struct tr_opts {
     const char *model, *to, *from, *out, *device, *quant, *glossary, *format, *tm, *kv_type;
-    int64_t threads, top_k, seed, max_seg, max_new, context;
+    const char *chimera;
+    int64_t threads, top_k, seed, max_seg, max_new, context, ensemble;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
     bool greedy, keep_lines, replace, fp8_gemm;
@@ -194,6 +202,10 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
     if (r.terms_left_out)
         fprintf(stderr, "hymt translate: %s: %zu glossary terms left out (more than %d in one "
                         "segment)\n", path, r.terms_left_out, HY_GLOSSARY_MAX_HITS);
+    if (hy_log_level >= HY_LOG_INFO && o->ensemble)
+        fprintf(stderr, "hymt translate: %s: ensemble of %d: %zu segments fused by Chimera, %zu "
+                        "answered by the first candidate (fusion prompt too long)\n",
+                strcmp(path, "-") ? path : "stdin", o->ensemble, r.fused, r.fuse_fallback);
     if (hy_log_level >= HY_LOG_INFO && o->tm)
         fprintf(stderr, "hymt translate: %s: translation memory: %zu segments found, %zu stored, "
                         "%zu failed lookups or stores\n", strcmp(path, "-") ? path : "stdin",
@@ -233,6 +245,8 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"format", CLI_STR, &o->format, 0, 0, false},
         {"tm", CLI_STR, &o->tm, 0, 0, false},
         {"context", CLI_INT, &o->context, 0, 16, false},
+        {"chimera", CLI_STR, &o->chimera, 0, 0, false},
+        {"ensemble", CLI_INT, &o->ensemble, HY_DOC_MIN_ENSEMBLE, HY_DOC_MAX_ENSEMBLE, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
         CLI_LOAD_OPTS(o),
@@ -245,6 +259,12 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         return cli_fail(&cmd, "-m MODEL is required");
     if (!o->to)
         return cli_fail(&cmd, "--to LANG is required");
+    if (o->ensemble && !o->chimera)
+        return cli_fail(&cmd, "--ensemble needs --chimera MODEL (the model that fuses the "
+                              "candidates)");
+    if (o->chimera && o->tm)
+        return cli_fail(&cmd, "--chimera: an ensemble does not use the translation memory "
+                              "(--tm)");
     enum hy_format f;
     struct hy_err err = {{0}};
     if (o->format && hy_format_from_name(o->format, &f, &err))
@@ -303,8 +323,8 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     if (cli_engine_params(&cmd, &eng, &ep))
         return 2;
     struct cli_stack stk;
-    hy_status st = cli_stack_load(&stk, o->model, o->device, (int)o->threads, o->quant,
-                                  o->fp8_gemm, o->kv_type, &eng, &ep, &err);
+    hy_status st = cli_stack_load(&stk, o->model, o->chimera, o->device, (int)o->threads,
+                                  o->quant, o->fp8_gemm, o->kv_type, &eng, &ep, &err);
     int rc = 1;
     if (st) {
         fprintf(stderr, "hymt translate: %s\n", err.msg);
@@ -316,6 +336,8 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
             k.name = o->out ? o->out : k.name;
             d->write = write_out;
             d->write_ctx = &k;
+            d->chimera = stk.ce;
+            d->chimera_tok = stk.ctok;
             rc = 0;
             for (int i = 0; i < (n_files ? n_files : 1); i++)
                 rc |= translate_one(stk.e, stk.tok, d, n_files ? files[i] : "-", o->format,
@@ -344,7 +366,13 @@ int cmd_translate(int argc, char **argv)
     if (cli_model_resolve(&cmd, o.model, &mp))
         return 1;
     o.model = mp.path;
+    static struct cli_model cp;
+    if (o.chimera && cli_model_resolve(&cmd, o.chimera, &cp))
+        return 1;
+    if (o.chimera)
+        o.chimera = cp.path;
     struct hy_doc_opts d = {0};
+    d.ensemble = o.chimera ? (o.ensemble ? (int)o.ensemble : HY_DOC_MAX_ENSEMBLE) : 0;
     if (!(d.tgt = lang_or_fail("--to", o.to)))
         return 2;
     if (strcmp(o.from, "auto") && !(d.src = lang_or_fail("--from", o.from)))

@@ -3,6 +3,7 @@
 
 #include "backend/select.h"
 #include "cli/engine_opts.h"
+#include "core/log.h"
 #include "engine/engine.h"
 #include "model/hunyuan.h"
 #include "tokenizer/tokenizer.h"
@@ -21,10 +22,11 @@ int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_mod
     return 0;
 }
 
-hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
-                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
-                         struct hy_backend **be,
-                         struct hy_model **m, struct hy_err *err)
+/* cli_load_model, the model loaded with share_from (hunyuan.h) when not NULL. */
+static hy_status load_model(const char *dir, const char *device, const char *default_device,
+                            int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                            const struct hy_model *share_from, struct hy_backend **be,
+                            struct hy_model **m, struct hy_err *err)
 {
     *m = NULL;
     *be = NULL;
@@ -47,7 +49,7 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
         *be = NULL;
         return st;
     }
-    struct hy_model_opts mo = {(enum hy_dtype)qd};
+    struct hy_model_opts mo = {(enum hy_dtype)qd, share_from};
     st = hy_model_load_opts(m, dir, *be, &mo, err);
     if (st) {
         (*be)->i->destroy(*be);
@@ -56,7 +58,37 @@ hy_status cli_load_model(const char *dir, const char *device, const char *defaul
     return st;
 }
 
-hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *device,
+hy_status cli_load_model(const char *dir, const char *device, const char *default_device,
+                         int threads, const char *quant, bool fp8_gemm, const char *kv_type,
+                         struct hy_backend **be,
+                         struct hy_model **m, struct hy_err *err)
+{
+    return load_model(dir, device, default_device, threads, quant, fp8_gemm, kv_type, NULL, be,
+                      m, err);
+}
+
+/* One KV budget for the two engines: the translation engine's parameters *p as
+ * cli_kv_setup made them (bytes, or a share of the device memory free now that both models
+ * are loaded) become two byte sizes, Chimera's in *pc. */
+static void split_kv(const struct cli_stack *s, struct hy_engine_params *p,
+                     struct hy_engine_params *pc)
+{
+    int64_t budget = p->kv_bytes;
+    if (p->kv_fraction > 0) {
+        uint64_t used = 0, total = 0;
+        s->be->i->mem_info(s->be, &used, &total);
+        budget = (int64_t)(p->kv_fraction * (double)(total - used));
+        p->kv_fraction = 0;
+    }
+    *pc = *p;
+    pc->kv_bytes = (int64_t)((double)budget * HY_CLI_CHIMERA_KV_SHARE);
+    p->kv_bytes = budget - pc->kv_bytes;
+    HY_LOGI("chimera: one KV budget of %lld bytes: translation engine %lld, Chimera %lld",
+            (long long)budget, (long long)p->kv_bytes, (long long)pc->kv_bytes);
+}
+
+hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *chimera,
+                         const char *device,
                          int threads, const char *quant, bool fp8_gemm, const char *kv_type,
                          const struct cli_engine_flags *f, const struct hy_engine_params *ep,
                          struct hy_err *err)
@@ -66,19 +98,37 @@ hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *dev
                                   &s->be, &s->m, err);
     if (!st)
         st = hy_tok_load(&s->tok, model, err);
-    struct hy_engine_params p = *ep;
+    if (!st && chimera) /* the same device and options, its own backend object: one engine
+                         * thread a backend (backend.h) */
+        st = load_model(chimera, device, "auto", threads, quant, fp8_gemm, kv_type, s->m,
+                        &s->cbe, &s->cm, err);
+    if (!st && chimera)
+        st = hy_tok_load(&s->ctok, chimera, err);
+    struct hy_engine_params p = *ep, pc;
     if (!st)
         st = cli_kv_setup(f, s->be, &p, err);
+    if (!st && chimera) {
+        struct hy_engine_params unused = *ep;
+        st = cli_kv_setup(f, s->cbe, &unused, err); /* --batch-invariant on its backend too */
+        split_kv(s, &p, &pc);
+    }
     if (!st)
         st = hy_engine_create(&s->e, s->m, &p, err);
+    if (!st && chimera)
+        st = hy_engine_create(&s->ce, s->cm, &pc, err);
     return st;
 }
 
 void cli_stack_free(struct cli_stack *s)
 {
+    hy_engine_destroy(s->ce);
     hy_engine_destroy(s->e);
+    hy_tok_destroy(s->ctok);
     hy_tok_destroy(s->tok);
+    hy_model_destroy(s->cm); /* borrows weights from m */
     hy_model_destroy(s->m);
+    if (s->cbe)
+        s->cbe->i->destroy(s->cbe);
     if (s->be)
         s->be->i->destroy(s->be);
     memset(s, 0, sizeof *s);

@@ -59,16 +59,33 @@ struct cli_stack {
     struct hy_model *m;
     struct hy_tok *tok;
     struct hy_engine *e;
+    /* --chimera: the fusion model beside the translation model, or all NULL */
+    struct hy_backend *cbe; /* a second backend object on the same device, same options */
+    struct hy_model *cm;    /* weights identical to m's shared with it (hunyuan.h) */
+    struct hy_tok *ctok;
+    struct hy_engine *ce;
 };
+/* The share of the one KV budget (--kv-memory, the CPU default, or --gpu-memory-fraction
+ * of the device memory free once both models are loaded) that Chimera's engine gets with
+ * --chimera; the translation engine keeps the rest. An ensemble of k holds k sequences of
+ * (prompt + translation) on the translation engine and one of (prompt + k candidates +
+ * fusion) on Chimera's, about (k + 2) segment lengths to 2k; and plain requests use the
+ * translation engine alone: a third. */
+#define HY_CLI_CHIMERA_KV_SHARE (1.0 / 3.0)
 /* cli_load_model (default device "auto"), the tokenizer from the same path, then the
- * engine with parameters *ep completed for the backend by cli_kv_setup (flags f). On
+ * engine with parameters *ep completed for the backend by cli_kv_setup (flags f). With
+ * chimera (a resolved path; NULL: none) also a second backend of the same device and
+ * options, the Chimera model on it sharing identical weights with the first, its
+ * tokenizer and its engine, the KV budget split (HY_CLI_CHIMERA_KV_SHARE, logged). On
  * failure err says why and what was loaded stays in *s for cli_stack_free. */
-hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *device,
+hy_status cli_stack_load(struct cli_stack *s, const char *model, const char *chimera,
+                         const char *device,
                          int threads, const char *quant, bool fp8_gemm, const char *kv_type,
                          const struct cli_engine_flags *f, const struct hy_engine_params *ep,
                          struct hy_err *err);
-/* Frees engine, tokenizer, model and backend (any may be NULL); leaves *s zeroed. A server
- * that reads the engine must be destroyed before. */
+/* Frees engines, tokenizers, models (Chimera's before the one it borrows from) and
+ * backends (any may be NULL); leaves *s zeroed. A server that reads the engines must be
+ * destroyed before. */
 void cli_stack_free(struct cli_stack *s);
 
 #endif

@@ -11,7 +11,14 @@
  * the engine's batches (a text the full queue does not take yet is begun on a later pump;
  * the sweep retries while none of the batch is in the engine); the answer is whole, the
  * translations in the order of the texts. The compatible routes (tr.h) run the same job
- * with their own answer. */
+ * with their own answer.
+ * With --chimera, "ensemble": K (2..6) translates each segment through the Chimera
+ * ensemble (doc.h: K candidates sampled in one batch, then fused); "candidates": true adds
+ * the K candidate translations of the text (each the document as that candidate wrote it:
+ * its segments with the source's whitespace between them). A stream then carries
+ * "candidates" events (a segment's candidates finishing: done of K, tokens so far; with
+ * "candidates": true, each segment's texts once all are in) before the fused text's
+ * deltas. */
 #include "server/gen.h"
 #include "server/tr.h"
 
@@ -37,6 +44,7 @@ struct tr_item {
     struct hy_doc *doc;
     bool begun, done;
     struct hy_http_buf whole; /* not streaming: the translation */
+    struct hy_http_buf *cands; /* "candidates": [HY_DOC_MAX_ENSEMBLE] each one's document */
 };
 
 struct tr {
@@ -48,6 +56,8 @@ struct tr {
     struct tr_item *items;
     size_t n_items, n_begun;
     bool batch;               /* texts[]: answered with translations[] */
+    bool want_cands;          /* "candidates": true */
+    bool cands_failed;        /* out of memory for them */
     bool stream;
     hy_status st;
     struct hy_err err;
@@ -93,6 +103,25 @@ static json_t *result_json(const struct tr *t, bool with_text)
     }
     if (t->res.failed)
         json_object_set_new(j, "segments_failed", json_integer((json_int_t)t->res.failed));
+    if (t->o.ensemble) {
+        json_object_set_new(j, "ensemble", json_integer(t->o.ensemble));
+        json_object_set_new(j, "segments_fused", json_integer((json_int_t)t->res.fused));
+    }
+    if (with_text && t->want_cands) {
+        json_t *all = json_array();
+        for (size_t i = 0; i < t->n_items; i++) {
+            json_t *list = json_array();
+            for (int c = 0; c < t->o.ensemble; c++)
+                json_array_append_new(list, t->items[i].cands && t->items[i].cands[c].p
+                                                ? json_stringn(t->items[i].cands[c].p,
+                                                               t->items[i].cands[c].n)
+                                                : json_string(""));
+            json_array_append_new(all, list);
+        }
+        json_object_set_new(j, "candidates", t->batch ? all : json_incref(json_array_get(all, 0)));
+        if (!t->batch)
+            json_decref(all);
+    }
     if (t->srv->cfg.demo)
         json_object_set_new(j, "demo", json_true());
     return j;
@@ -139,6 +168,40 @@ static void progress_stream(void *ctx, const struct hy_doc_progress *p)
                        "segments_total", (json_int_t)p->total));
 }
 
+/* An ensemble segment's candidates (document order): appended to each candidate's
+ * document. */
+static hy_status on_cands(void *ctx, const struct hy_doc_cands *c, struct hy_err *err)
+{
+    struct tr_item *it = ctx;
+    struct tr *t = it->t;
+    (void)err;
+    for (int k = 0; k < c->k; k++) {
+        struct hy_http_buf *b = &it->cands[k];
+        bool ok = hy_http_buf_add(b, c->sep, c->sep_len) &&
+                  (c->len[k] ? hy_http_buf_add(b, c->text[k], c->len[k])
+                             : hy_http_buf_add(b, c->source, c->source_len));
+        t->cands_failed |= !ok;
+    }
+    return HY_OK;
+}
+
+/* An ensemble segment's candidates progressed (streaming only); once all are in, with
+ * "candidates": true, their texts follow in a "candidates" event. */
+static void on_cand_progress(void *ctx, const struct hy_doc_cand_progress *p)
+{
+    struct tr *t = ((struct tr_item *)ctx)->t;
+    event(t, json_pack("{s:s,s:I,s:i,s:i,s:I}", "type", "candidates_progress", "segment",
+                       (json_int_t)p->segment, "done", p->done, "of", p->k, "tokens",
+                       (json_int_t)p->tokens));
+    if (!p->cands || !t->want_cands)
+        return;
+    json_t *list = json_array();
+    for (int k = 0; k < p->cands->k; k++)
+        json_array_append_new(list, json_stringn(p->cands->text[k], p->cands->len[k]));
+    event(t, json_pack("{s:s,s:I,s:o}", "type", "candidates", "segment",
+                       (json_int_t)p->segment, "candidates", list));
+}
+
 /* Status and message for a translation that did not complete. */
 static int failure(const struct tr *t, const char **code)
 {
@@ -165,6 +228,7 @@ static void end_docs(struct tr *t)
         t->res.failed += it->res.failed;
         t->res.tokens_in += it->res.tokens_in;
         t->res.tokens_out += it->res.tokens_out;
+        t->res.fused += it->res.fused;
         if (i == 0 || it->res.src != src) /* the batch's source: the one all share, or none */
             src = i == 0 ? it->res.src : NULL;
     }
@@ -178,8 +242,12 @@ static void tr_free(struct tr *t)
         t->req->tokens_in = t->res.tokens_in;
         t->req->tokens_out = t->res.tokens_out;
     }
-    for (size_t i = 0; i < t->n_items; i++)
+    for (size_t i = 0; i < t->n_items; i++) {
         hy_http_buf_free(&t->items[i].whole);
+        for (int c = 0; t->items[i].cands && c < HY_DOC_MAX_ENSEMBLE; c++)
+            hy_http_buf_free(&t->items[i].cands[c]);
+        free(t->items[i].cands);
+    }
     hy_http_buf_free(&t->events);
     free(t->items);
     free(t->text);
@@ -214,6 +282,8 @@ static void answer_job(struct hy_http_req *req, struct tr *t)
 static void finish(struct hy_http_req *req, struct tr *t)
 {
     end_docs(t);
+    if (!t->st && t->cands_failed)
+        t->st = hy_err_set(&t->err, HY_E_NOMEM, "out of memory for the candidates");
     if (t->t_first > 0)
         hy_http_first_token(req);
     const char *code = NULL;
@@ -393,6 +463,33 @@ static bool parse_texts(struct hy_http_req *req, json_t *body, struct tr *t)
     return true;
 }
 
+/* "ensemble" (2..6, with --chimera) and "candidates"; answers 400 and returns false when
+ * they are wrong. null, 0 and false ask for nothing (clients send defaults). */
+static bool parse_ensemble(struct hy_http_req *req, json_t *body, struct tr *t)
+{
+    struct hy_server *s = req->srv;
+    struct hy_err err = {{0}};
+    json_t *k = json_object_get(body, "ensemble");
+    int64_t n = 0;
+    if (k && !json_is_null(k) && !(json_is_integer(k) && json_integer_value(k) == 0) &&
+        hy_json_get_int(body, "ensemble", false, HY_DOC_MIN_ENSEMBLE, HY_DOC_MAX_ENSEMBLE, &n,
+                        &err))
+        return hy_http_error(req, 400, "invalid_parameter", "%s (candidates fused by Chimera)",
+                             err.msg), false;
+    if (n && !s->chimera)
+        return hy_http_error(req, 400, "ensemble_unavailable", "ensemble: this server has no "
+                             "Chimera model (start it with --chimera MODEL)"), false;
+    if (hy_json_get_bool(body, "candidates", false, &t->want_cands, &err))
+        return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
+    if (t->want_cands && !n)
+        return hy_http_error(req, 400, "invalid_parameter", "candidates: needs \"ensemble\""),
+               false;
+    t->o.ensemble = (int)n;
+    t->o.chimera = n ? s->chimera : NULL;
+    t->o.chimera_tok = n ? s->chimera_tok : NULL;
+    return true;
+}
+
 /* Reads the body into t; answers 4xx and returns false on a bad request. */
 static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *stream)
 {
@@ -418,7 +515,7 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     if (st)
         return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
     t->o.max_new_tokens = (int)max_new;
-    return true;
+    return parse_ensemble(req, body, t);
 }
 
 /* Begins the first text and hands the request to its pump; answers 429 when the engine's
@@ -438,6 +535,17 @@ static bool launch(struct hy_http_req *req, struct tr *t,
         t->items[i].o.write_ctx = &t->items[i];
         if (samplings)
             t->items[i].o.sampling = samplings[i];
+        if (t->want_cands &&
+            !(t->items[i].cands = calloc(HY_DOC_MAX_ENSEMBLE, sizeof *t->items[i].cands)))
+            t->cands_failed = true;
+        else if (t->want_cands) {
+            t->items[i].o.candidates = on_cands;
+            t->items[i].o.candidates_ctx = &t->items[i];
+        }
+        if (t->o.ensemble && t->stream) {
+            t->items[i].o.cand_progress = on_cand_progress;
+            t->items[i].o.cand_progress_ctx = &t->items[i];
+        }
     }
     req->task = t;
     req->pump = pump; /* before the first submit: the engine may notify at once */

@@ -41,6 +41,9 @@ struct hy_server {
     int port;
     struct hy_engine *engine; /* set once by hy_server_set_engine, then read only */
     const struct hy_tok *tok;
+    struct hy_engine *chimera;        /* --chimera: the fusion engine, or NULL (set before
+                                       * ready, then read only) */
+    const struct hy_tok *chimera_tok; /* ... its tokenizer */
     enum hy_prompt_style style;
     int32_t stop_ids[HY_ENGINE_MAX_STOP];
     int n_stop;

@@ -80,6 +80,18 @@ hy_status hy_server_set_engine(struct hy_server *s, struct hy_engine *e, const s
     return HY_OK;
 }
 
+hy_status hy_server_set_chimera(struct hy_server *s, struct hy_engine *e,
+                                const struct hy_tok *tok, struct hy_err *err)
+{
+    enum hy_prompt_style style;
+    hy_status st = hy_prompt_style_detect(tok, &style, err);
+    if (st)
+        return st;
+    s->chimera = e; /* published to the workers with ready, by hy_server_set_engine */
+    s->chimera_tok = tok;
+    return HY_OK;
+}
+
 /* Waits until no request holds engine work or `limit` seconds pass; returns how many do. */
 static int wait_idle(struct hy_server *s, double limit)
 {

@@ -65,6 +65,11 @@ int hy_server_port(const struct hy_server *s);
  * outliving the server). Once only. */
 hy_status hy_server_set_engine(struct hy_server *s, struct hy_engine *e, const struct hy_tok *tok,
                                struct hy_err *err);
+/* Before hy_server_set_engine: the Chimera engine and its tokenizer (--chimera; borrowed,
+ * outliving the server), which /api/translate's "ensemble" uses. Once only. HY_E_NOTFOUND
+ * when the tokenizer has no prompt style. */
+hy_status hy_server_set_chimera(struct hy_server *s, struct hy_engine *e,
+                                const struct hy_tok *tok, struct hy_err *err);
 /* Closes the listening socket at once (new clients are refused) and idle connections,
  * answers 503 to new requests on open ones (and /ready), waits up to drain_s for running
  * requests, then cancels the rest: each answers 503, each open stream ends with a final

@@ -46,13 +46,6 @@ struct hy_doc_progress {
 #define HY_DOC_MIN_ENSEMBLE 2
 #define HY_DOC_MAX_ENSEMBLE 6
 
-/* An ensemble segment's candidates so far (hy_doc_opts.cand_progress). */
-struct hy_doc_cand_progress {
-    size_t segment;  /* its index in the document */
-    int done, k;     /* candidates finished, sampled */
-    int64_t tokens;  /* tokens the k candidates generated so far */
-};
-
 /* An ensemble segment's finished candidates (hy_doc_opts.candidates), borrowed for the
  * call: each trimmed; a candidate that failed is empty. */
 struct hy_doc_cands {
@@ -64,6 +57,15 @@ struct hy_doc_cands {
     int k;
     const char *text[HY_DOC_MAX_ENSEMBLE];
     size_t len[HY_DOC_MAX_ENSEMBLE];
+};
+
+/* An ensemble segment's candidates so far (hy_doc_opts.cand_progress). */
+struct hy_doc_cand_progress {
+    size_t segment;  /* its index in the document */
+    int done, k;     /* candidates finished, sampled */
+    int64_t tokens;  /* tokens the k candidates generated so far */
+    const struct hy_doc_cands *cands; /* once all k are done (before the fusion): their
+                                       * texts, borrowed for the call; else NULL */
 };
 
 struct hy_doc_opts {
@@ -101,7 +103,8 @@ struct hy_doc_opts {
     int ensemble;
     struct hy_engine *chimera;
     const struct hy_tok *chimera_tok;
-    /* Optional: an ensemble segment's candidates made progress (tokens or one finished). */
+    /* Optional: an ensemble segment's candidates made progress (tokens, one finished, or
+     * all done: then with their texts). Any order of segments. */
     void (*cand_progress)(void *ctx, const struct hy_doc_cand_progress *p);
     void *cand_progress_ctx;
     /* Optional: each ensemble segment's candidates, in document order, just before its

@@ -165,14 +165,32 @@ static hy_status fuse(struct hy_doc *d, size_t i, struct hy_err *err)
     return HY_OK;
 }
 
-static void progress(struct hy_doc *d, size_t i)
+/* Segment i's candidates as the hooks see them (texts once decoded). */
+static void cands_of(const struct hy_doc *d, size_t i, struct hy_doc_cands *c)
+{
+    const struct doc_ens_job *x = d->jobs[i].ens;
+    const struct hy_seg *g = &d->segs[i];
+    *c = (struct hy_doc_cands){i, d->text + g->sep_off, g->sep_len, d->text + g->off, g->len,
+                               x->k, {0}, {0}};
+    for (int k = 0; k < x->k; k++) {
+        c->text[k] = x->text[k] ? x->text[k] : "";
+        c->len[k] = x->text[k] ? x->len[k] : 0;
+    }
+}
+
+static void progress(struct hy_doc *d, size_t i, bool with_texts)
 {
     const struct doc_ens_job *x = d->jobs[i].ens;
     if (!d->o->cand_progress)
         return;
-    struct hy_doc_cand_progress p = {i, x->n_done, x->k, 0};
-    for (int c = 0; c < x->k; c++)
-        p.tokens += x->n_ids[c];
+    struct hy_doc_cands c;
+    struct hy_doc_cand_progress p = {i, x->n_done, x->k, 0, NULL};
+    for (int k = 0; k < x->k; k++)
+        p.tokens += x->n_ids[k];
+    if (with_texts) {
+        cands_of(d, i, &c);
+        p.cands = &c;
+    }
     d->o->cand_progress(d->o->cand_progress_ctx, &p);
 }
 
@@ -186,6 +204,8 @@ static void all_done(struct hy_doc *d, size_t i)
         if (!x->text[c] && (x->finish[c] == HY_FINISH_STOP || x->finish[c] == HY_FINISH_LENGTH) &&
             decode(d, x, c) != HY_OK)
             x->len[c] = 0;
+    if (!x->waiting) /* the first time: the candidates' texts, before any fused token */
+        progress(d, i, true);
     hy_status st = fuse(d, i, &e2);
     x->waiting = st == HY_E_NOSPACE;
     d->fuse_waiting |= x->waiting;
@@ -239,10 +259,10 @@ bool doc_ens_poll(struct hy_doc *d, size_t i)
             moved = true;
         }
     }
-    if (moved)
-        progress(d, i);
     if (x->n_done == x->k)
         all_done(d, i);
+    else if (moved)
+        progress(d, i, false);
     return moved;
 }
 
@@ -253,16 +273,10 @@ bool doc_ens_waiting(const struct hy_doc *d, size_t i)
 
 hy_status doc_ens_flush(struct hy_doc *d, size_t i, struct hy_err *err)
 {
-    const struct doc_ens_job *x = d->jobs[i].ens;
-    if (!d->o->candidates || !x)
+    if (!d->o->candidates || !d->jobs[i].ens)
         return HY_OK;
-    const struct hy_seg *g = &d->segs[i];
-    struct hy_doc_cands c = {i, d->text + g->sep_off, g->sep_len, d->text + g->off, g->len,
-                             x->k, {0}, {0}};
-    for (int k = 0; k < x->k; k++) {
-        c.text[k] = x->text[k] ? x->text[k] : "";
-        c.len[k] = x->text[k] ? x->len[k] : 0;
-    }
+    struct hy_doc_cands c;
+    cands_of(d, i, &c);
     return d->o->candidates(d->o->candidates_ctx, &c, err);
 }
 
