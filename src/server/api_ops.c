@@ -1,5 +1,6 @@
 /* api_ops.c: the operational routes: GET /health, /ready, /metrics, /v1/models, /openapi.json and the
  * web page at GET / (http.h has the contract). */
+#include "translate/doc.h"
 #include "server/http.h"
 #include "server/web_page.h"
 
@@ -47,6 +48,8 @@ bool hy_api_models(struct hy_http_req *req)
                           s->cfg.demo, "max_chars", (json_int_t)s->cfg.max_chars);
     if (m && s->cfg.demo)
         json_object_set_new(m, "description", json_string(DEMO_NOTE));
+    if (m && s->chimera) /* /api/translate's "ensemble" (--chimera): the page's switch */
+        json_object_set_new(m, "ensemble_max", json_integer(HY_DOC_MAX_ENSEMBLE));
     return hy_http_json(req, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
 }
 

@@ -70,6 +70,8 @@ set -- $(echo "$line" | tr -cs '0-9' ' ')
 [ "$1" = 16777216 ] && [ $(($2 + $3)) -eq "$1" ] && [ "$3" -gt 0 ] && [ "$2" -gt "$3" ] ||
     fail "KV budget split: '$line'"
 blocks0=$(metric hymt_kv_blocks_capacity)
+curl -s "$U/v1/models" >"$TMP/models.body"
+py models "j['data'][0]['ensemble_max'] == 6"   # the page shows its best-quality switch
 
 TEXT='The weather is nice today. We should go to the park!\n\nA second paragraph.'
 ask() { # ask NAME SEED [more fields]
@@ -133,6 +135,8 @@ checks=$((checks + 1))
 kill $PID; wait $PID 2>/dev/null
 
 start b
+curl -s "$U/v1/models" >"$TMP/models.body"
+py models "'ensemble_max' not in j['data'][0]"
 post none '{"text":"Hello.","source_lang":"en","target_lang":"de","ensemble":2}'
 code none 400
 py none "j['error']['code'] == 'ensemble_unavailable' and '--chimera' in j['error']['message']"
