@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 static const int codes[HY_METRICS_N_CODES] = {200, 400, 401, 404, 405, 413,
-                                              429, 500, 503, 504, 499, 204};
+                                              429, 500, 503, 504, 499, 204,
+                                              403, 415};
 /* Seconds: tiny-model requests take milliseconds, a long document minutes. */
 static const double buckets[HY_METRICS_N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                      0.25,  0.5,    1,     2.5,  5,     15,   60};

@@ -34,7 +34,7 @@ enum hy_route {
     HY_ROUTE_COUNT
 };
 
-#define HY_METRICS_N_CODES 12   /* status codes counted separately; the rest are "other" */
+#define HY_METRICS_N_CODES 14   /* status codes counted separately; the rest are "other" */
 #define HY_METRICS_N_BUCKETS 14 /* histogram upper bounds in seconds, +Inf excluded */
 
 struct hy_histogram {

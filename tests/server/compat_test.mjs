@@ -70,6 +70,24 @@ async function libre() {
     assert.deepEqual(keys(r.json), ['error']);
     assert.match(r.json.error, re);
   }
+  // forms: a repeated q is an array; malformed escapes, NUL and multipart are refused
+  const form = (s) => call('POST', '/translate', s, { 'Content-Type': 'application/x-www-form-urlencoded' });
+  r = await form(`q=a%20b&q=c+d&target=de&api_key=${KEY}`);
+  assert.equal(r.status, 200);
+  assert.equal(r.json.translatedText.length, 2);
+  for (const [body, re] of [[`q=%zz&target=de&api_key=${KEY}`, /escape/], [`q=a%00&target=de&api_key=${KEY}`, /UTF-8/],
+    [`q=%ff&target=de&api_key=${KEY}`, /UTF-8/], ['a=1&'.repeat(1100), /fields/]]) {
+    r = await form(body);
+    assert.equal(r.status, 400, body.slice(0, 40));
+    assert.deepEqual(keys(r.json), ['error']);
+    assert.match(r.json.error, re);
+  }
+  const fd = new FormData();
+  fd.append('q', 'a');
+  fd.append('target', 'de');
+  r = await call('POST', '/translate', fd, { Authorization: `Bearer ${KEY}` });
+  assert.equal(r.status, 415);
+  assert.deepEqual(keys(r.json), ['error']);
 }
 
 async function deeplClient() {
@@ -103,6 +121,20 @@ async function deeplClient() {
   assert.equal(r.status, 400);
   assert.deepEqual(keys(r.json), ['message']);
   assert.match(r.json.message, /'foo'/);
+  await assert.rejects(tr.translateText('a', null, 'de', { formality: 'less' }),
+    (e) => e instanceof deepl.DeepLError && /formality/.test(e.message));
+  let q = await call('GET', '/v2/languages?type=bogus', undefined, { Authorization: `DeepL-Auth-Key ${KEY}` });
+  assert.equal(q.status, 400);
+  assert.deepEqual(keys(q.json), ['message']);
+  q = await call('GET', '/v2/languages');
+  assert.equal(q.status, 403);
+  assert.deepEqual(keys(q.json), ['message']);
+  // JSON bodies too, as DeepL's newer clients send them; Bearer works as well
+  q = await postJSON('/v2/translate', { text: ['Hi', 'there'], target_lang: 'ja', show_billed_characters: true },
+    { Authorization: `Bearer ${KEY}` });
+  assert.equal(q.status, 200);
+  assert.equal(q.json.translations.length, 2);
+  assert.deepEqual(q.json.translations.map((t) => t.billed_characters), [2, 5]);
   return many.length + 2;
 }
 

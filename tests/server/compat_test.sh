@@ -25,6 +25,7 @@ if ! grep -q '"version": "1.28.0"' "$NPM_DIR/node_modules/deepl-node/package.jso
 fi
 TMP=$(mktemp -d /tmp/hymt-compat-XXXXXX)
 "$HYMT" serve --print-routes >"$TMP/routes" || { echo "compat_test: --print-routes failed"; exit 1; }
+: >"$TMP/log"
 "$HYMT" serve -m "$MODEL" --port 0 --api-key sekret 2>"$TMP/log" &
 PID=$!
 trap 'kill $PID 2>/dev/null; rm -rf "$TMP"' EXIT
