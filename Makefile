@@ -21,7 +21,7 @@ all: build
 help:
 	@echo "make            build build/hymt (Release; CUDA when nvcc is found)"
 	@echo "make test       build and run all tests (ctest, every label)"
-	@echo "make test-asan  build with ASan+UBSan and run the unit, model and server tests"
+	@echo "make test-asan  build with ASan+UBSan and run the unit, model, server and queue tests"
 	@echo "make serve      build and serve the web page and API on the demo model (port 8080)"
 	@echo "make deps       install missing build dependencies (Debian packages; make test adds the test ones)"
 	@echo "make install    install hymt, its man page and the systemd unit (PREFIX=/usr/local,"
@@ -51,7 +51,7 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j $(JOBS) -L 'unit|model|server'
+		ctest --output-on-failure -j $(JOBS) -L 'unit|model|server|queue'
 
 # The demo model: random weights with the tiny shapes, generated on first use, with the
 # tiny test tokenizer (512 ids, the 7B vocabulary's control tokens).

@@ -5,7 +5,8 @@
 #              chromium, promtool for the metrics check, node/npm for the client and
 #              tokenizer tests, curl and python3 for the shell tests, clang and its
 #              libFuzzer runtime for the fuzzers, gnuplot for the soak test's plot,
-#              systemd for systemd-analyze (the service unit's test)
+#              systemd for systemd-analyze (the service unit's test), redis-server
+#              for the queue tests
 #   --check    only report (exit 1 when something is missing)
 # Uses sudo when not root. The build never pulls in what only the tests need.
 set -eu
@@ -43,10 +44,11 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc libcrypto libssl-dev         # sha256 of pulled files
     need_pc sqlite3 libsqlite3-dev
     need_pc expat libexpat1-dev
+    need_pc hiredis libhiredis-dev       # the Redis job queue (serve --queue, hymt worker)
 else
     missing="$missing libjansson-dev libonig-dev libutf8proc-dev"
     missing="$missing libcurl4-openssl-dev libssl-dev"
-    missing="$missing libsqlite3-dev libexpat1-dev"
+    missing="$missing libsqlite3-dev libexpat1-dev libhiredis-dev"
 fi
 
 # tests
@@ -61,6 +63,8 @@ if [ $tests = 1 ]; then
     need_cmd clang clang                 # the libFuzzer targets (tests/fuzz/run.sh)
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
         missing="$missing libclang-rt-14-dev" # libFuzzer's runtime
+    need_cmd redis-server redis-server   # the queue tests start their own (tests/queue/)
+    need_cmd redis-cli redis-tools
     need_cmd systemd-analyze systemd     # the service unit checked by systemd-analyze verify
     need_cmd man man-db                  # ... which runs man for its Documentation=man:hymt(1)
 fi

@@ -273,3 +273,16 @@ set_tests_properties(reliability_soak PROPERTIES LABELS server TIMEOUT 900
 add_test(NAME reliability_soak_model COMMAND sh -c
   "$<TARGET_FILE:hymt> make-test-model --out ${CMAKE_BINARY_DIR}/soak-model --preset tiny --seed 3 >/dev/null && cp ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa/tokenizer.json ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa/tokenizer_config.json ${CMAKE_BINARY_DIR}/soak-model/")
 set_tests_properties(reliability_soak_model PROPERTIES LABELS server FIXTURES_SETUP hymt_soak_model)
+
+# The Redis job queue (label "queue"; docs/ARCHITECTURE.md, "The Redis queue"):
+# tests/queue/queue_test.sh starts Debian's redis-server on a random port in a temporary
+# folder, a front end (serve --queue) and three workers on the tiny checkpoint: the same
+# greedy answers as one hymt serve (300 requests here; 2,000 with
+# `sh tests/queue/queue_test.sh build/hymt tests/data . --long`), kill -9 of a worker during
+# 200 streams, a late worker, Redis restarted mid-load, cancellation, deadlines.
+if(HIREDIS_FOUND)
+  add_test(NAME queue_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/queue/queue_test.sh
+    $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR})
+  set_tests_properties(queue_test PROPERTIES LABELS queue TIMEOUT 300 SKIP_RETURN_CODE 77
+    RESOURCE_LOCK hymt_queue_redis)
+endif()

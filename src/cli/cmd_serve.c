@@ -11,6 +11,9 @@
 #include "core/globals.h"
 #include "core/log.h"
 #include "server/server.h"
+#ifdef HYMT_QUEUE
+#include "queue/queue.h"
+#endif
 
 #include <errno.h>
 #include <signal.h>
@@ -69,6 +72,12 @@ static const struct cli_cmd cmd = {
     "  --cors ORIGIN              send Access-Control-Allow-Origin: ORIGIN\n"
     "  --model-name NAME          the model id in responses (default: the repo id, or the\n"
     "                             folder's or file's name)\n"
+    "  --queue redis://HOST[:PORT][/DB]\n"
+    "                             a front end: no model is loaded (only -m's tokenizer);\n"
+    "                             every generation becomes a job for `hymt worker`s on\n"
+    "                             that Redis (docs/ARCHITECTURE.md, \"The Redis queue\")\n"
+    "  --result-ttl SEC           with --queue: finished jobs' results are kept this long\n"
+    "                             (default 300)\n"
     HY_CLI_SETTINGS_USAGE
     "  --print-routes             print the routes the server answers (METHOD PATH, one a\n"
     "                             line) and exit; needs no model\n"
@@ -78,6 +87,8 @@ static const struct cli_cmd cmd = {
 struct serve_opts {
     const char *model, *host, *max_body, *api_key, *cors, *name, *device, *quant, *kv_type;
     const char *chimera;
+    const char *queue;
+    double result_ttl;
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
@@ -107,6 +118,8 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"model-name", CLI_STR, &o->name, 0, 0, false},
         {"print-routes", CLI_FLAG, &o->print_routes, 0, 0, false},
         {"chimera", CLI_STR, &o->chimera, 0, 0, false},
+        {"queue", CLI_STR, &o->queue, 0, 0, false},
+        {"result-ttl", CLI_REAL, &o->result_ttl, 1, 30 * 86400, false},
     };
     int n_pos = 0;
     int r = cli_parse_settings(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0,
@@ -159,6 +172,66 @@ static void wait_for_stop(const sigset_t *set)
         }
     }
 }
+
+#ifdef HYMT_QUEUE
+static bool queue_available(void *ctx, char *why, size_t cap)
+{
+    return hy_queue_client_available(ctx, why, cap);
+}
+
+static void queue_metrics(void *ctx, FILE *f)
+{
+    hy_queue_client_metrics(ctx, f);
+}
+
+/* The front end: the tokenizer of -m, a remote engine on the queue, the same server. */
+static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
+                     const struct hy_engine_params *ep, const sigset_t *set)
+{
+    struct hy_err err = {{0}};
+    struct hy_queue_opts qo = {.result_ttl_s = o->result_ttl, .capacity = ep->max_queue,
+                               .vocab = 1 << 24}; /* ids past the tokenizer's are skipped
+                                                   * by the detokenizer, as from a wide head */
+    struct hy_queue_client *qc = NULL;
+    struct hy_engine *e = NULL;
+    struct hy_tok *tok = NULL;
+    struct hy_server *srv = NULL;
+    struct hy_engine_params fp = *ep;
+    fp.max_running = ep->max_queue; /* any job in flight may have news (doc.h's window) */
+    hy_status st = hy_queue_url_parse(o->queue, &qo.url, &err);
+    if (!st)
+        st = hy_tok_load(&tok, o->model, &err);
+    if (!st)
+        st = hy_queue_client_create(&qc, &qo, &err);
+    if (!st)
+        st = hy_engine_create_remote(&e, hy_queue_client_iface(), qc, &fp, &err);
+    cfg->available = queue_available;
+    cfg->metrics_extra = queue_metrics;
+    cfg->hooks_ctx = qc;
+    if (!st)
+        st = hy_server_create(&srv, cfg, &err);
+    if (!st)
+        st = hy_server_set_engine(srv, e, tok, &err);
+    int rc = 0;
+    if (st) {
+        fprintf(stderr, "hymt serve: %s\n", err.msg);
+        rc = 1;
+    } else {
+        HY_LOGI("serve: front end of redis://%s:%d/%d (jobs for hymt worker)", qo.url.host,
+                qo.url.port, qo.url.db);
+        HY_LOGI("serve: ready: model %s, http://%s:%d/", cfg->model_name, cfg->host,
+                hy_server_port(srv));
+        wait_for_stop(set);
+        int left = hy_server_drain(srv);
+        HY_LOGI("serve: stopped (%d request(s) cancelled at the drain limit)", left);
+    }
+    hy_server_destroy(srv);
+    hy_engine_destroy(e);
+    hy_queue_client_destroy(qc);
+    hy_tok_destroy(tok);
+    return rc;
+}
+#endif
 
 static int run(const struct serve_opts *o, struct hy_server_config *cfg,
                const struct hy_engine_params *ep, const sigset_t *set)
@@ -257,5 +330,16 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a signal */
+    if (o.queue) {
+#ifdef HYMT_QUEUE
+        return run_front(&o, &cfg, &ep, &set);
+#else
+        fprintf(stderr, "hymt serve: --queue: this hymt was built without the Redis queue "
+                        "(install libhiredis-dev and rebuild)\n");
+        return 1;
+#endif
+    }
+    if (o.result_ttl > 0)
+        return cli_fail(&cmd, "--result-ttl is for a front end (--queue)");
     return run(&o, &cfg, &ep, &set);
 }

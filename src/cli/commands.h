@@ -13,5 +13,6 @@ int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 int cmd_tm(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 #endif

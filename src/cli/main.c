@@ -24,6 +24,7 @@ static const char usage[] =
     "  serve            HTTP server: translation API, OpenAI API, metrics, web page\n"
     "  pull             download a model from the Hugging Face hub into the local cache\n"
     "  tm               translation memory: TMX import and export\n"
+    "  worker           run jobs from a Redis queue (behind 'serve --queue' front ends)\n"
     "  help COMMAND     a command's options (as 'hymt COMMAND --help')\n"
     "\n"
     "options (before or after the command):\n"
@@ -55,6 +56,7 @@ static const struct command commands[] = {
     {"serve", cmd_serve},
     {"pull", cmd_pull},
     {"tm", cmd_tm},
+    {"worker", cmd_worker},
 };
 
 int main(int argc, char **argv)

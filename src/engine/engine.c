@@ -33,6 +33,8 @@ struct slot {
 };
 
 struct hy_engine {
+    const struct hy_engine_remote_i *remote; /* set: every call goes there (engine.h) */
+    void *remote_ctx;
     struct hy_model *m;
     struct hy_engine_params p;
     struct hy_sched *sched;
@@ -505,10 +507,29 @@ hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
     return HY_OK;
 }
 
+hy_status hy_engine_create_remote(struct hy_engine **out, const struct hy_engine_remote_i *ri,
+                                  void *ctx, const struct hy_engine_params *p,
+                                  struct hy_err *err)
+{
+    *out = NULL;
+    struct hy_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    e->remote = ri;
+    e->remote_ctx = ctx;
+    e->p = *p;
+    *out = e;
+    return HY_OK;
+}
+
 void hy_engine_destroy(struct hy_engine *e)
 {
     if (!e)
         return;
+    if (e->remote) {
+        free(e);
+        return;
+    }
     if (e->thread_started) {
         pthread_mutex_lock(&e->mu);
         e->stop = true;
@@ -567,6 +588,8 @@ static hy_status check_request(const struct hy_engine *e, const struct hy_engine
 hy_status hy_engine_submit(struct hy_engine *e, const struct hy_engine_request *r,
                            uint64_t *handle, struct hy_err *err)
 {
+    if (e->remote)
+        return e->remote->submit(e->remote_ctx, r, handle, err);
     hy_status st = check_request(e, r, err);
     if (st)
         return st;
@@ -618,6 +641,8 @@ static void fill_status(const struct slot *s, struct hy_engine_status *st)
 int hy_engine_read(struct hy_engine *e, uint64_t handle, int32_t *ids, int cap, double timeout_s,
                    struct hy_engine_status *st)
 {
+    if (e->remote)
+        return e->remote->read(e->remote_ctx, handle, ids, cap, timeout_s, st);
     pthread_mutex_lock(&e->mu);
     struct slot *s = slot_of(e, handle);
     if (s && s->n_read == s->n_out && s->state != SLOT_DONE && timeout_s != 0) {
@@ -645,6 +670,8 @@ int hy_engine_read(struct hy_engine *e, uint64_t handle, int32_t *ids, int cap, 
 int hy_engine_read_logprobs(struct hy_engine *e, uint64_t handle, int from,
                             struct hy_logprob *out, int cap)
 {
+    if (e->remote)
+        return -1; /* a remote engine refuses requests with logprobs at submit */
     pthread_mutex_lock(&e->mu);
     struct slot *s = slot_of(e, handle);
     int n = -1;
@@ -658,6 +685,8 @@ int hy_engine_read_logprobs(struct hy_engine *e, uint64_t handle, int from,
 
 hy_status hy_engine_cancel(struct hy_engine *e, uint64_t handle)
 {
+    if (e->remote)
+        return e->remote->cancel(e->remote_ctx, handle);
     pthread_mutex_lock(&e->mu);
     struct slot *s = slot_of(e, handle);
     hy_status st = s ? HY_OK : HY_E_NOTFOUND;
@@ -673,6 +702,10 @@ hy_status hy_engine_cancel(struct hy_engine *e, uint64_t handle)
 
 void hy_engine_release(struct hy_engine *e, uint64_t handle)
 {
+    if (e->remote) {
+        e->remote->release(e->remote_ctx, handle);
+        return;
+    }
     pthread_mutex_lock(&e->mu);
     struct slot *s = slot_of(e, handle);
     if (s && s->state == SLOT_DONE) {
@@ -689,6 +722,12 @@ void hy_engine_release(struct hy_engine *e, uint64_t handle)
 
 void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out)
 {
+    if (e->remote) {
+        memset(out, 0, sizeof *out);
+        if (e->remote->stats)
+            e->remote->stats(e->remote_ctx, out);
+        return;
+    }
     pthread_mutex_lock(&e->mu);
     *out = e->stats;
     out->slots_in_use = e->n_slots - e->n_free;

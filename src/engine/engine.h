@@ -88,9 +88,31 @@ struct hy_engine_stats {
 
 struct hy_engine;
 
+/* An engine that runs elsewhere (the Redis queue's front end, queue/client.h): the same
+ * request API with the same contract, carried out by another implementation. Every
+ * hy_engine_* call on such an engine goes to these functions with ctx; the local engine
+ * pays one predictable branch per call for this and nothing else. stats may leave
+ * fields it cannot know at 0. Log-probabilities are local only: a remote submit refuses
+ * a request that asks for them (HY_E_UNSUPPORTED). */
+struct hy_engine_remote_i {
+    hy_status (*submit)(void *ctx, const struct hy_engine_request *r, uint64_t *handle,
+                        struct hy_err *err);
+    int (*read)(void *ctx, uint64_t handle, int32_t *ids, int cap, double timeout_s,
+                struct hy_engine_status *st);
+    hy_status (*cancel)(void *ctx, uint64_t handle);
+    void (*release)(void *ctx, uint64_t handle);
+    void (*stats)(void *ctx, struct hy_engine_stats *out);
+};
+
 /* Starts the engine thread on model m (borrowed; must outlive the engine). */
 hy_status hy_engine_create(struct hy_engine **out, struct hy_model *m,
                            const struct hy_engine_params *p, struct hy_err *err);
+/* An engine whose requests go to ri with ctx (both borrowed, outliving it); p says the
+ * limits it enforces (max_seq_tokens, max_queue, max_running as the callers read them).
+ * hy_engine_model gives NULL for it. */
+hy_status hy_engine_create_remote(struct hy_engine **out, const struct hy_engine_remote_i *ri,
+                                  void *ctx, const struct hy_engine_params *p,
+                                  struct hy_err *err);
 /* Stops the thread, drops every request and frees everything. Accepts NULL. */
 void hy_engine_destroy(struct hy_engine *e);
 
@@ -117,7 +139,7 @@ hy_status hy_engine_cancel(struct hy_engine *e, uint64_t handle);
 void hy_engine_release(struct hy_engine *e, uint64_t handle);
 
 void hy_engine_stats(struct hy_engine *e, struct hy_engine_stats *out);
-/* The model the engine runs (borrowed; constant). */
+/* The model the engine runs (borrowed; constant); NULL for a remote engine. */
 const struct hy_model *hy_engine_model(const struct hy_engine *e);
 /* The parameters the engine runs with (borrowed; constant). */
 const struct hy_engine_params *hy_engine_get_params(const struct hy_engine *e);

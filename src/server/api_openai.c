@@ -121,7 +121,9 @@ static const char *gen_error(const struct hy_gen *g, int *status)
 {
     switch (g->finish) {
     case HY_FINISH_TIMEOUT: *status = 504; return "the request passed its deadline";
-    case HY_FINISH_CANCELLED: *status = 503; return "the request was cancelled (shutdown)";
+    case HY_FINISH_CANCELLED:
+        *status = 503;
+        return "the request was cancelled (shutdown, or the job queue was lost)";
     case HY_FINISH_ERROR: *status = 500; return "the engine failed on this request";
     default: return NULL;
     }
@@ -241,6 +243,8 @@ static bool run(struct hy_http_req *req, struct oai *o, json_t *body, const int3
         if (st == HY_E_NOSPACE)
             return hy_http_error(req, 429, "queue_full", "the server is busy: %s; retry later",
                                  err.msg);
+        if (st == HY_E_IO) /* a front end whose queue is unreachable */
+            return hy_http_error(req, 503, "queue_unavailable", "%s; retry later", err.msg);
         return hy_http_error(req, 400, "invalid_request", "%s", err.msg);
     }
     if (stream) {

@@ -4,7 +4,9 @@
 #include "server/http.h"
 #include "server/web_page.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool hy_api_health(struct hy_http_req *req)
 {
@@ -18,6 +20,9 @@ bool hy_api_ready(struct hy_http_req *req)
         return hy_http_error(req, 503, "shutting_down", "the server is shutting down");
     if (!atomic_load(&s->ready))
         return hy_http_error(req, 503, "not_ready", "the model is still loading");
+    char why[256];
+    if (s->cfg.available && !s->cfg.available(s->cfg.hooks_ctx, why, sizeof why))
+        return hy_http_error(req, 503, "queue_unavailable", "%s", why);
     return hy_http_json(req, 200,
                         json_pack("{s:s,s:s,s:b}", "status", "ready", "model", s->cfg.model_name,
                                   "demo", s->cfg.demo));
@@ -31,6 +36,20 @@ bool hy_api_metrics(struct hy_http_req *req)
                                    atomic_load(&s->draining), &n);
     if (!text)
         return hy_http_error(req, 500, "out_of_memory", "cannot render the metrics");
+    char *more = NULL;
+    size_t m = 0;
+    FILE *f = s->cfg.metrics_extra ? open_memstream(&more, &m) : NULL;
+    if (f) {
+        s->cfg.metrics_extra(s->cfg.hooks_ctx, f);
+        fclose(f);
+    }
+    char *all = more && m ? realloc(text, n + m) : NULL;
+    if (all) {
+        memcpy(all + n, more, m);
+        text = all;
+        n += m;
+    }
+    free(more);
     hy_http_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, n);
     free(text);
     return true;

@@ -522,5 +522,10 @@ bool hy_http_dispatch(struct hy_http_req *req)
         return hy_http_error(req, 503, "shutting_down", "the server is shutting down");
     if (rt->engine && !atomic_load(&req->srv->ready))
         return hy_http_error(req, 503, "not_ready", "the model is still loading");
+    const struct hy_server_config *c = &req->srv->cfg;
+    char why[256];
+    if (rt->engine && c->available && rt->id != HY_ROUTE_TOKENIZE &&
+        rt->id != HY_ROUTE_DETOKENIZE && !c->available(c->hooks_ctx, why, sizeof why))
+        return hy_http_error(req, 503, "queue_unavailable", "%s; retry later", why);
     return rt->handler(req);
 }

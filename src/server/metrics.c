@@ -192,7 +192,7 @@ char *hy_metrics_render(struct hy_metrics *m, struct hy_engine *e, int draining,
         render_engine(f, e);
     gauge(f, "hymt_process_resident_memory_bytes", "Resident set size of the process.",
           (double)hy_proc_rss_bytes());
-    struct hy_backend *be = e ? hy_engine_model(e)->be : NULL;
+    struct hy_backend *be = e && hy_engine_model(e) ? hy_engine_model(e)->be : NULL;
     if (be && be->i->mem_info) { /* a GPU backend: its memory, fixed at start-up */
         uint64_t used = 0, total = 0;
         be->i->mem_info(be, &used, &total);

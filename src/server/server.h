@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define HY_SERVER_MAX_BODY_DEFAULT (1u << 20) /* bytes of one request body */
 #define HY_SERVER_MAX_CHARS_DEFAULT 20000     /* characters of text to translate */
@@ -52,6 +53,12 @@ struct hy_server_config {
     double body_timeout_s;   /* 0: HY_SERVER_BODY_TIMEOUT_S; past it 408 */
     double idle_timeout_s;   /* 0: HY_SERVER_IDLE_TIMEOUT_S; also a quiet stream gets an SSE
                               * comment every half of it (15 s at most) */
+    /* Optional, for a front end whose engine runs elsewhere (serve --queue): lines added to
+     * /metrics, and whether generation is possible now (false: the generation routes and
+     * /ready answer 503 with why). Called from the server's workers; ctx is hooks_ctx. */
+    void (*metrics_extra)(void *ctx, FILE *f);
+    bool (*available)(void *ctx, char *why, size_t cap);
+    void *hooks_ctx;
 };
 
 struct hy_server;

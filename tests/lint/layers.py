@@ -2,7 +2,7 @@
 """layers.py ROOT: fails (exit 1, one line per offence) when a file includes a higher layer.
 
 The layers, lowest first (docs/ARCHITECTURE.md, "Layers"):
-  core <- formats <- hub <- tokenizer <- backend <- model <- engine <- translate
+  core <- formats <- hub <- tokenizer <- backend <- model <- engine <- queue <- translate
   <- include/hymt.h (the public header) <- server <- cli
 A file under src/<layer>/ (tests beside their code included) may include its own layer and
 lower ones. Files under tests/<layer>/ follow that layer's rule; other files under tests/
@@ -23,7 +23,7 @@ import sys
 import lint_main
 import tempfile
 
-LAYERS = ["core", "formats", "hub", "tokenizer", "backend", "model", "engine", "translate",
+LAYERS = ["core", "formats", "hub", "tokenizer", "backend", "model", "engine", "queue", "translate",
           "include", "server", "cli"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
