@@ -2,7 +2,8 @@
 # deps.sh [--test] [--check]: installs the Debian packages hymt needs, if any is missing.
 #   (no flag)  what the build needs (`make`, `make serve`)
 #   --test     also what the tests need (`make test`, `make test-asan`): the browser test's
-#              chromium, promtool for the metrics check, node/npm for the client and
+#              chromium, prometheus and promtool for the metrics checks, openssl for
+#              the TLS test's certificates, node/npm for the client and
 #              tokenizer tests, curl and python3 for the shell tests, clang and its
 #              libFuzzer runtime for the fuzzers, gnuplot for the soak test's plot,
 #              systemd for systemd-analyze (the service unit's test), redis-server
@@ -16,7 +17,7 @@ for a in "$@"; do
     --test) tests=1 ;;
     --check) check=1 ;;
     -h | --help)
-        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -42,6 +43,7 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc libutf8proc libutf8proc-dev
     need_pc libcurl libcurl4-openssl-dev # hymt pull
     need_pc libcrypto libssl-dev         # sha256 of pulled files
+    need_pc libssl libssl-dev            # serve --tls-cert
     need_pc sqlite3 libsqlite3-dev
     need_pc expat libexpat1-dev
     need_pc hiredis libhiredis-dev       # the Redis job queue (serve --queue, hymt worker)
@@ -57,8 +59,10 @@ if [ $tests = 1 ]; then
     need_cmd node nodejs
     need_cmd npm npm           # tokenizer and client tests install pinned npm packages
     need_cmd curl curl         # the server tests talk HTTP with curl
+    need_cmd openssl openssl   # the TLS test makes its CA and certificate
     need_file /usr/bin/chromium chromium # the browser test (ctest label web)
     need_cmd promtool prometheus         # /metrics checked by promtool
+    need_cmd prometheus prometheus       # the Grafana dashboard's queries, on a real scrape
     need_cmd gnuplot gnuplot-nox         # the soak test's plot
     need_cmd clang clang                 # the libFuzzer targets (tests/fuzz/run.sh)
     ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||

@@ -286,3 +286,28 @@ if(HIREDIS_FOUND)
   set_tests_properties(queue_test PROPERTIES LABELS queue TIMEOUT 300 SKIP_RETURN_CODE 77
     RESOURCE_LOCK hymt_queue_redis)
 endif()
+
+# HTTPS (label server, so also under ASan+UBSan): `hymt serve --tls-cert/--tls-key` with a
+# CA and certificate made at test time by the openssl CLI; verifying clients (curl
+# --cacert, Python ssl) get /health, a translation, a streamed completion, pipelined
+# requests and large bodies; plain HTTP gets a 400, another CA fails verification, slow
+# handshakes end at the head deadline, bad certificate/key files are one-line errors.
+add_test(NAME server_tls_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/tls_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(server_tls_test PROPERTIES LABELS server TIMEOUT 300)
+
+# Named API keys (label server): --api-keys-file validation (FILE:LINE errors without the
+# key), per-key rate limits (429, Retry-After, the JSON error shape), the single --api-key
+# beside them, /metrics behind --metrics-key-file, per-key counters, key names (never
+# keys) in the log, HYMT_API_KEYS_FILE / --config / --print-config.
+add_test(NAME server_keys_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/keys_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(server_keys_test PROPERTIES LABELS server TIMEOUT 300)
+
+# The Grafana dashboard (label server): every metric name in deploy/grafana/hymt.json's
+# expressions is exported by a real `hymt serve`, and Debian's prometheus, scraping that
+# server (with the metrics key), returns a value for every panel expression. Skips (77)
+# only when prometheus cannot run.
+add_test(NAME deploy_grafana_test COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/deploy/grafana_test.py
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR})
+set_tests_properties(deploy_grafana_test PROPERTIES LABELS server TIMEOUT 300 SKIP_RETURN_CODE 77)

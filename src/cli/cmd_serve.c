@@ -31,9 +31,9 @@ static const struct cli_cmd cmd = {
     "\n"
     "Serves the translation API (POST /api/translate), the OpenAI-compatible API\n"
     "(POST /v1/chat/completions, POST /v1/completions, GET /v1/models), GET /health,\n"
-    "GET /ready, GET /metrics (Prometheus) and the web page (GET /) over HTTP/1.1, all on\n"
-    "one engine that batches every request. SIGINT/SIGTERM stop accepting, let running\n"
-    "requests finish (up to --drain SEC) and exit 0.\n"
+    "GET /ready, GET /metrics (Prometheus) and the web page (GET /) over HTTP/1.1 (HTTPS\n"
+    "with --tls-cert), all on one engine that batches every request. SIGINT/SIGTERM stop\n"
+    "accepting, let running requests finish (up to --drain SEC) and exit 0.\n"
     "\n"
     "  -m, --model MODEL          a Hugging Face repo id (ORG/NAME[@REV], in the hub cache:\n"
     "                             hymt pull), a checkpoint folder or a GGUF file;\n"
@@ -69,6 +69,13 @@ static const struct cli_cmd cmd = {
     "                             the online CPUs, 2..16)\n"
     "  --api-key KEY              require 'Authorization: Bearer KEY' on /api and /v1 routes\n"
     "  --api-key-file FILE        the same, KEY read from FILE's first line (not visible in ps)\n"
+    "  --api-keys-file FILE       named keys, one a line: NAME KEY [RATE] (RATE: N/s, N/min\n"
+    "                             or N/h; over it 429 with Retry-After); '#' comments. The\n"
+    "                             name goes into the log line and /metrics, never the key\n"
+    "  --metrics-key-file FILE    require 'Authorization: Bearer KEY' on /metrics, KEY read\n"
+    "                             from FILE's first line (also --metrics-key KEY)\n"
+    "  --tls-cert FILE            serve HTTPS: the PEM certificate (chain) in FILE\n"
+    "  --tls-key FILE             the certificate's PEM private key (unencrypted)\n"
     "  --cors ORIGIN              send Access-Control-Allow-Origin: ORIGIN\n"
     "  --model-name NAME          the model id in responses (default: the repo id, or the\n"
     "                             folder's or file's name)\n"
@@ -89,6 +96,7 @@ struct serve_opts {
     const char *chimera;
     const char *queue;
     double result_ttl;
+    const char *tls_cert, *tls_key, *api_keys_file, *metrics_key;
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
@@ -115,6 +123,10 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"workers", CLI_INT, &o->workers, 1, 256, false},
         {"api-key", CLI_SECRET, &o->api_key, 0, 0, false},
         {"cors", CLI_STR, &o->cors, 0, 0, false},
+        {"api-keys-file", CLI_STR, &o->api_keys_file, 0, 0, false},
+        {"metrics-key", CLI_SECRET, &o->metrics_key, 0, 0, false},
+        {"tls-cert", CLI_STR, &o->tls_cert, 0, 0, false},
+        {"tls-key", CLI_STR, &o->tls_key, 0, 0, false},
         {"model-name", CLI_STR, &o->name, 0, 0, false},
         {"print-routes", CLI_FLAG, &o->print_routes, 0, 0, false},
         {"chimera", CLI_STR, &o->chimera, 0, 0, false},
@@ -126,6 +138,8 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
                                &n_pos);
     if (r || o->print_routes)
         return r;
+    if (!o->tls_cert != !o->tls_key)
+        return cli_fail(&cmd, "--tls-cert and --tls-key go together");
     if (!o->model)
         return cli_fail(&cmd, "-m MODEL is required: a checkpoint folder such as "
                               "/path/to/Hunyuan-MT-7B, or run `make serve` for the "
@@ -219,8 +233,8 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
     } else {
         HY_LOGI("serve: front end of redis://%s:%d/%d (jobs for hymt worker)", qo.url.host,
                 qo.url.port, qo.url.db);
-        HY_LOGI("serve: ready: model %s, http://%s:%d/", cfg->model_name, cfg->host,
-                hy_server_port(srv));
+        HY_LOGI("serve: ready: model %s, %s://%s:%d/", cfg->model_name,
+                cfg->tls_cert ? "https" : "http", cfg->host, hy_server_port(srv));
         wait_for_stop(set);
         int left = hy_server_drain(srv);
         HY_LOGI("serve: stopped (%d request(s) cancelled at the drain limit)", left);
@@ -244,8 +258,9 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
         fprintf(stderr, "hymt serve: %s\n", err.msg);
         return 1;
     }
-    HY_LOGI("serve: listening on http://%s:%d/ (loading %s)", cfg->host, hy_server_port(srv),
-            o->model);
+    const char *scheme = cfg->tls_cert ? "https" : "http";
+    HY_LOGI("serve: listening on %s://%s:%d/ (loading %s)", scheme, cfg->host,
+            hy_server_port(srv), o->model);
     st = cli_stack_load(&stk, o->model, o->chimera, o->device, (int)o->threads, o->quant,
                         o->fp8_gemm, o->kv_type, &o->eng, ep, &err);
     if (stk.m) {
@@ -264,7 +279,7 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
         if (cfg->demo)
             HY_LOGW("serve: DEMO MODEL with RANDOM WEIGHTS: translations are meaningless. For "
                     "real ones: hymt serve -m /path/to/Hunyuan-MT-7B");
-        HY_LOGI("serve: ready: model %s, http://%s:%d/", cfg->model_name, cfg->host,
+        HY_LOGI("serve: ready: model %s, %s://%s:%d/", cfg->model_name, scheme, cfg->host,
                 hy_server_port(srv));
         wait_for_stop(set);
         int left = hy_server_drain(srv);
@@ -315,6 +330,10 @@ int cmd_serve(int argc, char **argv)
                                    .timeout_s = o.timeout,
                                    .drain_s = o.drain,
                                    .api_key = o.api_key,
+                                   .api_keys_file = o.api_keys_file,
+                                   .metrics_key = o.metrics_key,
+                                   .tls_cert = o.tls_cert,
+                                   .tls_key = o.tls_key,
                                    .cors = o.cors,
                                    .model_name = name,
                                    .demo = demo,

@@ -182,8 +182,9 @@ static json_t *parse(struct hy_http_req *req, json_t *body, struct lt *l, struct
                      enum hy_format *fmt)
 {
     json_t *key = json_object_get(body, "api_key");
-    if (!hy_http_authorized(req, json_is_string(key) ? json_string_value(key) : NULL))
-        return hy_http_error(req, 403, "invalid_api_key", "Invalid API key"), NULL;
+    if (!hy_http_authorize(req, json_is_string(key) ? json_string_value(key) : NULL, 403,
+                           "invalid_api_key", "Invalid API key"))
+        return NULL;
     json_t *format = json_object_get(body, "format");
     const char *fs = json_is_string(format) ? json_string_value(format) : "text";
     *fmt = !strcmp(fs, "html") ? HY_FORMAT_HTML : HY_FORMAT_TEXT;

@@ -2,6 +2,7 @@
  * web page at GET / (http.h has the contract). */
 #include "translate/doc.h"
 #include "server/http.h"
+#include "server/keys.h"
 #include "server/web_page.h"
 
 #include <stdio.h>
@@ -28,6 +29,20 @@ bool hy_api_ready(struct hy_http_req *req)
                                   "demo", s->cfg.demo));
 }
 
+/* Appends m bytes of more to *text (*n bytes) and frees more; false when out of memory
+ * (*text is then unchanged). */
+static bool append(char **text, size_t *n, char *more, size_t m)
+{
+    char *all = m ? realloc(*text, *n + m) : *text;
+    if (all && m) {
+        memcpy(all + *n, more, m);
+        *text = all;
+        *n += m;
+    }
+    free(more);
+    return all != NULL;
+}
+
 bool hy_api_metrics(struct hy_http_req *req)
 {
     struct hy_server *s = req->srv;
@@ -43,13 +58,16 @@ bool hy_api_metrics(struct hy_http_req *req)
         s->cfg.metrics_extra(s->cfg.hooks_ctx, f);
         fclose(f);
     }
-    char *all = more && m ? realloc(text, n + m) : NULL;
-    if (all) {
-        memcpy(all + n, more, m);
-        text = all;
-        n += m;
+    bool ok = append(&text, &n, more, m);
+    if (s->keys) { /* the per-key counters */
+        size_t kn = 0;
+        char *keys = hy_keys_render(s->keys, &kn);
+        ok = keys && append(&text, &n, keys, kn) && ok;
     }
-    free(more);
+    if (!ok) {
+        free(text);
+        return hy_http_error(req, 500, "out_of_memory", "cannot render the metrics");
+    }
     hy_http_text(req, 200, "text/plain; version=0.0.4; charset=utf-8", text, n);
     free(text);
     return true;

@@ -2,6 +2,7 @@
  * bytes handed to the event loop, the request's state and log line, routing, auth and
  * CORS (http.h has the contract). */
 #include "server/http.h"
+#include "server/keys.h"
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -134,7 +135,7 @@ static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, con
                            "Access-Control-Expose-Headers: X-Request-Id, Server-Timing\r\n",
                            s->cfg.cors);
     if (status == 429 || status == 503)
-        hy_http_buf_printf(b, "Retry-After: 1\r\n");
+        hy_http_buf_printf(b, "Retry-After: %d\r\n", req->retry_after > 0 ? req->retry_after : 1);
     if (status == 405) {
         const char *m = route_method(req->path);
         hy_http_buf_printf(b, "Allow: %s\r\n",
@@ -368,6 +369,7 @@ static void log_request(const struct hy_http_req *req, double dt, bool gone)
         {"path", json ? p : NULL},       {"status", json ? st : NULL},
         {"ms", json ? ms : NULL},        {"tokens_in", json ? in : NULL},
         {"tokens_out", json ? out : NULL}, {"client_gone", json && gone ? "true" : NULL},
+        {"key", req->key_name},
     };
     hy_log_fields(HY_LOG_INFO, f, (int)(sizeof f / sizeof f[0]),
                   "http: %s %s %s %s ms tokens %s+%s%s", m, p, st, ms, in, out,
@@ -459,7 +461,7 @@ static const struct route *find_route(const char *path)
     return NULL;
 }
 
-/* h equals the server's key; every byte compared (no early exit on a mismatch). */
+/* h equals key; every byte compared (no early exit on a mismatch). */
 static bool key_equal(const char *h, const char *key)
 {
     size_t a = strlen(h), b = strlen(key);
@@ -469,17 +471,55 @@ static bool key_equal(const char *h, const char *key)
     return diff == 0;
 }
 
-bool hy_http_authorized(const struct hy_http_req *req, const char *key)
+/* The key a request presents: "Bearer KEY" or "DeepL-Auth-Key KEY" (DeepL's clients send
+ * this) in its Authorization header, else body_key (NULL: none). */
+static const char *presented_key(const struct hy_http_req *req, const char *body_key)
 {
-    const char *want = req->srv->cfg.api_key, *h = req->auth;
-    if (!want)
-        return true;
-    if (key && key_equal(key, want))
-        return true;
+    const char *h = req->auth;
     if (h && !strncasecmp(h, "Bearer ", 7))
-        return key_equal(h + 7, want);
-    if (h && !strncasecmp(h, "DeepL-Auth-Key ", 15)) /* DeepL's clients send this */
-        return key_equal(h + 15, want);
+        return h + 7;
+    if (h && !strncasecmp(h, "DeepL-Auth-Key ", 15))
+        return h + 15;
+    return body_key;
+}
+
+bool hy_http_authorize(struct hy_http_req *req, const char *key, int status, const char *code,
+                       const char *msg)
+{
+    struct hy_keys *keys = req->srv->keys;
+    if (!keys)
+        return true;
+    const char *k = presented_key(req, key), *name = NULL, *rate = "";
+    int retry = 1;
+    double now = hy_clock_now();
+    enum hy_keys_verdict v = hy_keys_check(keys, k, now, &name, &retry, &rate);
+    if (v == HY_KEYS_UNKNOWN && key && k != key) /* the header's is none of ours */
+        v = hy_keys_check(keys, key, now, &name, &retry, &rate);
+    switch (v) {
+    case HY_KEYS_OK:
+        req->key_name = name;
+        return true;
+    case HY_KEYS_LIMITED:
+        req->key_name = name;
+        req->retry_after = retry;
+        hy_http_error(req, 429, "rate_limited",
+                      "the API key %s is over its limit of %s requests; retry in %d s", name,
+                      rate, retry);
+        return false;
+    case HY_KEYS_UNKNOWN: break;
+    }
+    hy_http_error(req, status, code, "%s", msg);
+    return false;
+}
+
+/* /metrics behind its own key: true when it may go on, else its 401 is sent. */
+static bool metrics_authorized(struct hy_http_req *req)
+{
+    const char *want = req->srv->cfg.metrics_key, *h = req->auth;
+    if (!want || (h && !strncasecmp(h, "Bearer ", 7) && key_equal(h + 7, want)))
+        return true;
+    hy_http_error(req, 401, "invalid_api_key",
+                  "/metrics requires its key (Authorization: Bearer KEY)");
     return false;
 }
 
@@ -515,9 +555,11 @@ bool hy_http_dispatch(struct hy_http_req *req)
     if (strcmp(req->method, rt->method) && !req->head_only)
         return hy_http_error(req, 405, "method_not_allowed", "%s takes %s, not %s", rt->path,
                              rt->method, req->method);
-    if (rt->auth && !hy_http_authorized(req, NULL))
-        return hy_http_error(req, 401, "invalid_api_key",
-                             "a valid API key is required (Authorization: Bearer KEY)");
+    if (rt->id == HY_ROUTE_METRICS && !metrics_authorized(req))
+        return true;
+    if (rt->auth && !hy_http_authorize(req, NULL, 401, "invalid_api_key",
+                                       "a valid API key is required (Authorization: Bearer KEY)"))
+        return true;
     if (rt->engine && atomic_load(&req->srv->draining))
         return hy_http_error(req, 503, "shutting_down", "the server is shutting down");
     if (rt->engine && !atomic_load(&req->srv->ready))

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hy_keys;
 struct hy_loop;
 struct hy_work;
 
@@ -51,6 +52,7 @@ struct hy_server {
     atomic_int active; /* requests holding engine work */
     atomic_uint_fast64_t next_id;
     struct hy_metrics metrics;
+    struct hy_keys *keys; /* API keys (keys.h); NULL: none required */
     long long created; /* unix time of start, for /v1/models */
     struct hy_loop *loop;
     struct hy_work *work;
@@ -86,6 +88,8 @@ struct hy_http_req {
     char *ctype;      /* the Content-Type header's value, or NULL */
     char *query;      /* the target's query string (after '?', still encoded), or NULL */
     enum hy_http_errors errors; /* the route's error shape */
+    const char *key_name; /* the API key's name once authorized (keys.h), else NULL */
+    int retry_after;  /* seconds in Retry-After of a 429/503; 0: 1 */
     char id[HY_HTTP_REQUEST_ID_MAX + 1]; /* the request id (see HY_HTTP_REQUEST_ID_MAX) */
     bool head_only;   /* HEAD: the GET response's head alone */
     bool keep_alive;  /* the client's wish (HTTP version, Connection) */
@@ -159,10 +163,13 @@ json_t *hy_http_body_params(struct hy_http_req *req);
  * most HY_HTTP_FORM_MAX_FIELDS fields. NULL with the reason in err (HY_E_INVAL). */
 #define HY_HTTP_FORM_MAX_FIELDS 1024
 json_t *hy_http_form_parse(const char *s, size_t n, struct hy_err *err);
-/* True when the request carries the server's API key (or none is set): in the
- * Authorization header as "Bearer KEY" or "DeepL-Auth-Key KEY", or given as `key` (a
- * LibreTranslate body's api_key; NULL: none). Constant time in the key's length. */
-bool hy_http_authorized(const struct hy_http_req *req, const char *key);
+/* The API key check (when --api-key or --api-keys-file is set): the key in the
+ * Authorization header as "Bearer KEY" or "DeepL-Auth-Key KEY", else `key` (a
+ * LibreTranslate body's api_key; NULL: none). True: go on (req->key_name is the key's
+ * name). False: the answer is sent: 429 rate_limited with Retry-After for a key over its
+ * rate, else status/code/msg (the route's own refusal). keys.h compares in constant time. */
+bool hy_http_authorize(struct hy_http_req *req, const char *key, int status, const char *code,
+                       const char *msg);
 /* A fresh id such as "chatcmpl-..." (prefix + 24 hex digits) into buf. */
 void hy_http_new_id(struct hy_server *srv, const char *prefix, char *buf, size_t cap);
 /* The request id from an X-Request-Id value (v, n bytes; v NULL: none) into
@@ -187,8 +194,15 @@ void hy_work_schedule(struct hy_work *w, struct hy_http_req *req);
 /* Runs what is queued, then stops and joins the workers. Accepts NULL. */
 void hy_work_destroy(struct hy_work *w);
 
-/* ---- event loop (loop.c) ---- */
+/* ---- event loop (loop.c; its start-up in listen.c) ---- */
+/* Creates the loop: the TLS context when cfg.tls_cert is set (its errors come first), the
+ * connection table, the listening socket, the thread. */
 hy_status hy_loop_create(struct hy_server *s, struct hy_err *err);
+/* A non-blocking listening socket on cfg's host and port; *port: the port bound. */
+hy_status hy_loop_listen(const struct hy_server_config *cfg, int *fd, int *port,
+                         struct hy_err *err);
+/* Raises the open-file limit to what n_conns connections need (up to the hard limit). */
+void hy_loop_raise_nofile(int n_conns);
 /* Hands the bytes the worker queued on req to its connection (wakes the loop). */
 void hy_loop_post(struct hy_server *s, struct hy_http_req *req);
 /* Closes the listening socket and idle connections now (from any thread). */

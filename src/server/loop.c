@@ -1,15 +1,15 @@
 /* loop.c: the event loop: one thread, one epoll set, a connection table allocated once
  * (--max-connections entries, each with a fixed 16 KiB head buffer), the strict parser,
  * deadlines, per-address limits, and the hand-off of complete requests to the workers
- * (http.h has the contract; docs/ARCHITECTURE.md the connection life cycle).
- * A connection is in one state: HEAD (reading a request head; idle between keep-alive
- * requests), BODY / CHUNKED (reading its body), BUSY (a worker runs the request; only a
- * hang-up is watched, pipelined bytes wait in the kernel), LINGER (an error was answered:
- * the write side is shut and what the client still sends is read and dropped for a
- * moment, so the answer is not lost to a reset). Every refusal is a JSON error. */
-#include "server/http.h"
-#include "server/addr_count.h"
-#include "server/http_parse.h"
+ * (http.h has the contract; docs/ARCHITECTURE.md the connection life cycle; loop_io.c the
+ * byte I/O, plain or TLS, and the handshake).
+ * A connection is in one state: TLS (the TLS handshake, under the head deadline), HEAD
+ * (reading a request head; idle between keep-alive requests), BODY / CHUNKED (reading its
+ * body), BUSY (a worker runs the request; only a hang-up is watched, pipelined bytes wait
+ * in the kernel or in TLS), LINGER (an error was answered: the write side is shut and what
+ * the client still sends is read and dropped for a moment, so the answer is not lost to a
+ * reset). Every refusal is a JSON error. */
+#include "server/loop_int.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -17,92 +17,19 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define LOOP_BUF (16u << 10)   /* a connection's head buffer: the largest request head */
-#define LOOP_TICK_MS 100       /* the deadline sweep's period */
-#define LOOP_LINGER_S 2.0      /* after an error answer, read and drop for this long */
-#define LOOP_EVENTS 256
-#define LOOP_KEEPALIVE_MAX_S 15.0 /* SSE comment at least this often on a quiet stream */
-
-enum cstate { C_FREE, C_HEAD, C_BODY, C_CHUNKED, C_BUSY, C_LINGER };
-
-struct conn;
-
-/* The connection's byte I/O: plain sockets now; TLS (GnuTLS) slots in here later. Both
- * return bytes moved, 0 at end of stream (read), -1 with errno (EAGAIN: try later). */
-struct conn_io {
-    ssize_t (*read)(struct conn *c, void *p, size_t n);
-    ssize_t (*write)(struct conn *c, const void *p, size_t n);
-};
-
-struct conn {
-    int fd;
-    enum cstate st;
-    unsigned events;        /* epoll interest now */
-    char *in;               /* [LOOP_BUF] from the pool */
-    size_t in_n;
-    int64_t body_left;      /* C_BODY */
-    struct hy_http_chunked ck;
-    struct hy_http_req *req; /* being read (BODY/CHUNKED) or run (BUSY) */
-    struct hy_http_buf out; /* bytes to write */
-    size_t out_pos;
-    bool resp_end, close_after, sse, chunked, started;
-    double since;           /* HEAD: idle or head start; the eviction order */
-    double deadline;        /* of the current state */
-    double t_out;           /* last write progress */
-    int addr;               /* slot in the per-address table */
-    const struct conn_io *io;
-};
-
-
-struct hy_loop {
-    struct hy_server *srv;
-    int ep, lfd, efd;
-    int spare_fd;      /* /dev/null, given up to accept-and-close when out of descriptors */
-    double t_emfile;   /* last "out of descriptors" log line */
-    pthread_t thread;
-    bool started;
-    struct conn *conns;
-    int n_conns, n_used;
-    int *free_list, n_free;
-    char *bufs;
-    struct hy_addr_count addrs;
-    int per_addr;
-    char *path; /* [HY_HTTP_MAX_TARGET + 1]: the decoded target, loop thread only */
-    /* commands from other threads */
-    pthread_mutex_t mu;
-    struct hy_http_req *inbox;
-    bool cmd_drain, cmd_kick, cmd_stop;
-    double next_tick;
-    char listen_tag, wake_tag;
-};
-
-static ssize_t plain_read(struct conn *c, void *p, size_t n)
+void loop_set_events(struct hy_loop *l, struct conn *c, unsigned ev)
 {
-    return recv(c->fd, p, n, 0);
-}
-
-static ssize_t plain_write(struct conn *c, const void *p, size_t n)
-{
-    return send(c->fd, p, n, MSG_NOSIGNAL);
-}
-
-static const struct conn_io plain_io = {plain_read, plain_write};
-
-/* ---- connections ---- */
-
-static void set_events(struct hy_loop *l, struct conn *c, unsigned ev)
-{
+    if (c->rd_wants_write)
+        ev |= EPOLLOUT;
     if (c->events == ev)
         return;
     struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -128,10 +55,13 @@ static void detach(struct hy_loop *l, struct conn *c, bool gone)
     hy_http_req_unref(req);
 }
 
-static void close_conn(struct hy_loop *l, struct conn *c, bool gone)
+void loop_close(struct hy_loop *l, struct conn *c, bool gone)
 {
     detach(l, c, gone);
     epoll_ctl(l->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    hy_tls_sess_destroy(c->tls, !gone); /* close_notify unless the client is gone */
+    c->tls = NULL;
+    c->rd_wants_write = false;
     close(c->fd);
     hy_addr_count_remove(&l->addrs, c->addr);
     hy_http_buf_free(&c->out);
@@ -159,19 +89,27 @@ static void response_done(struct hy_loop *l, struct conn *c, double now)
     detach(l, c, false);
     if (c->close_after) {
         if (c->st == C_LINGER || c->in_n || c->st == C_BODY || c->st == C_CHUNKED) {
+            if (c->tls) { /* close_notify first; what follows is read raw and dropped */
+                hy_tls_sess_destroy(c->tls, true);
+                c->tls = NULL;
+                c->rd_wants_write = false;
+                c->io = &loop_plain_io;
+            }
             shutdown(c->fd, SHUT_WR);
             c->st = C_LINGER;
             c->in_n = 0;
             c->deadline = now + LOOP_LINGER_S;
-            set_events(l, c, EPOLLIN | EPOLLRDHUP);
+            loop_set_events(l, c, EPOLLIN | EPOLLRDHUP);
         } else {
-            close_conn(l, c, false);
+            loop_close(l, c, false);
         }
         return;
     }
     to_head(c, now, l->srv->cfg.idle_timeout_s);
-    set_events(l, c, EPOLLIN | EPOLLRDHUP);
+    loop_set_events(l, c, EPOLLIN | EPOLLRDHUP);
     process(l, c, now);
+    if (c->st == C_HEAD && c->io->pending(c)) /* TLS kept the next request's bytes */
+        loop_on_readable(l, c, EPOLLIN, now);
 }
 
 /* Writes what is queued; false when the connection was closed. */
@@ -182,11 +120,12 @@ static bool flush_out(struct hy_loop *l, struct conn *c, double now)
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0 && errno == EAGAIN) {
-            set_events(l, c, c->events | EPOLLOUT);
+            loop_set_events(l, c, c->events | EPOLLOUT);
             return true;
         }
         if (k <= 0) {
-            close_conn(l, c, true);
+            loop_log_io_error(c, k < 0 ? errno : 0);
+            loop_close(l, c, true);
             return false;
         }
         c->out_pos += (size_t)k;
@@ -194,7 +133,7 @@ static bool flush_out(struct hy_loop *l, struct conn *c, double now)
     }
     c->out.n = c->out_pos = 0;
     if (c->events & EPOLLOUT)
-        set_events(l, c, c->st == C_BUSY ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP);
+        loop_set_events(l, c, c->st == C_BUSY ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP);
     if (c->resp_end) {
         c->resp_end = false;
         response_done(l, c, now);
@@ -204,7 +143,7 @@ static bool flush_out(struct hy_loop *l, struct conn *c, double now)
 }
 
 /* A protocol-level refusal: a JSON error, Connection: close, then linger. */
-static void refuse(struct hy_loop *l, struct conn *c, int status, const char *code,
+void loop_refuse(struct hy_loop *l, struct conn *c, int status, const char *code,
                    const char *msg, double now)
 {
     struct hy_http_buf body = {0};
@@ -242,7 +181,7 @@ static void start(struct hy_loop *l, struct conn *c)
 {
     struct hy_http_req *req = c->req;
     c->st = C_BUSY;
-    set_events(l, c, EPOLLRDHUP | (c->out.n > c->out_pos ? EPOLLOUT : 0));
+    loop_set_events(l, c, EPOLLRDHUP | (c->out.n > c->out_pos ? EPOLLOUT : 0));
     req->conn = (int)(c - l->conns);
     req->pump = hy_http_dispatch;
     atomic_fetch_add(&req->refs, 1); /* the worker's */
@@ -262,10 +201,10 @@ static void on_head(struct hy_loop *l, struct conn *c, const struct hy_http_head
     struct hy_server *s = l->srv;
     struct hy_http_perr e;
     if (!hy_http_check_target(h->target, h->target_len, l->path, HY_HTTP_MAX_TARGET + 1, &e))
-        return refuse(l, c, e.status, e.code, e.msg, now);
+        return loop_refuse(l, c, e.status, e.code, e.msg, now);
     struct hy_http_req *req = calloc(1, sizeof *req);
     if (!req)
-        return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+        return loop_refuse(l, c, 503, "out_of_memory", "out of memory", now);
     req->srv = s;
     atomic_init(&req->refs, 1); /* the connection's */
     pthread_mutex_init(&req->mu, NULL);
@@ -294,12 +233,12 @@ static void on_head(struct hy_loop *l, struct conn *c, const struct hy_http_head
         char msg[96];
         snprintf(msg, sizeof msg, "the request body is larger than the %zu-byte limit",
                  s->cfg.max_body);
-        return refuse(l, c, 413, "request_too_large", msg, now);
+        return loop_refuse(l, c, 413, "request_too_large", msg, now);
     }
     if (h->content_length > 0 || h->chunked) {
         size_t want = h->chunked ? 0 : (size_t)h->content_length;
         if (want && !hy_http_buf_add(&req->body, NULL, 0))
-            return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+            return loop_refuse(l, c, 503, "out_of_memory", "out of memory", now);
         c->st = h->chunked ? C_CHUNKED : C_BODY;
         c->body_left = h->content_length;
         memset(&c->ck, 0, sizeof c->ck);
@@ -330,12 +269,12 @@ static void process(struct hy_loop *l, struct conn *c, double now)
             if (r == -2)
                 return;
             if (r < 0)
-                return refuse(l, c, e.status, e.code, e.msg, now);
+                return loop_refuse(l, c, e.status, e.code, e.msg, now);
             on_head(l, c, &h, r, now);
         } else if (c->st == C_BODY) {
             size_t k = c->in_n < (size_t)c->body_left ? c->in_n : (size_t)c->body_left;
             if (!hy_http_buf_add(&c->req->body, c->in, k))
-                return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+                return loop_refuse(l, c, 503, "out_of_memory", "out of memory", now);
             consume(c, k);
             c->body_left -= (int64_t)k;
             if (c->body_left > 0)
@@ -347,15 +286,15 @@ static void process(struct hy_loop *l, struct conn *c, double now)
             int r = hy_http_chunked_decode(&c->ck, c->in, c->in_n, &got, &used, s->cfg.max_body,
                                            &e);
             if (r < 0)
-                return refuse(l, c, e.status, e.code, e.msg, now);
+                return loop_refuse(l, c, e.status, e.code, e.msg, now);
             if (c->req->body.n + got > s->cfg.max_body) {
                 char msg[96];
                 snprintf(msg, sizeof msg, "the request body is larger than the %zu-byte limit",
                          s->cfg.max_body);
-                return refuse(l, c, 413, "request_too_large", msg, now);
+                return loop_refuse(l, c, 413, "request_too_large", msg, now);
             }
             if (!hy_http_buf_add(&c->req->body, c->in, got))
-                return refuse(l, c, 503, "out_of_memory", "out of memory", now);
+                return loop_refuse(l, c, 503, "out_of_memory", "out of memory", now);
             consume(c, used);
             if (r == 0)
                 return;
@@ -368,36 +307,55 @@ static void process(struct hy_loop *l, struct conn *c, double now)
     }
 }
 
-static void on_readable(struct hy_loop *l, struct conn *c, unsigned ev, double now)
+/* Reads what has arrived into the head buffer (LINGER: reads and drops it) until the
+ * socket has no more or the buffer is full; false when the connection was closed. */
+static bool read_in(struct hy_loop *l, struct conn *c)
 {
-    if (c->st == C_BUSY) { /* only a hang-up is watched while a worker runs the request */
-        if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            close_conn(l, c, true);
-        return;
-    }
     for (;;) {
         char drop[4096];
         bool linger = c->st == C_LINGER;
         char *p = linger ? drop : c->in + c->in_n;
         size_t room = linger ? sizeof drop : LOOP_BUF - c->in_n;
         if (!room)
-            return process(l, c, now); /* the parser refuses a full buffer */
+            return true; /* the parser refuses a full buffer */
         ssize_t k = c->io->read(c, p, room);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0 && errno == EAGAIN)
-            break;
+        if (k < 0 && errno == EAGAIN) {
+            if (c->rd_wants_write)
+                loop_set_events(l, c, c->events);
+            return true;
+        }
         if (k <= 0) { /* the client closed (or failed): nothing to answer */
-            close_conn(l, c, true);
-            return;
+            loop_log_io_error(c, k < 0 ? errno : 0);
+            loop_close(l, c, true);
+            return false;
         }
         if (!linger)
             c->in_n += (size_t)k;
-        if ((size_t)k < room)
-            break;
+        if ((size_t)k < room && !c->tls)
+            return true; /* a short read emptied the socket; TLS reads on to EAGAIN */
     }
-    if (c->st != C_LINGER)
+}
+
+void loop_on_readable(struct hy_loop *l, struct conn *c, unsigned ev, double now)
+{
+    if (c->st == C_BUSY) { /* only a hang-up is watched while a worker runs the request */
+        if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            loop_close(l, c, true);
+        return;
+    }
+    for (;;) {
+        if (!read_in(l, c) || c->st == C_LINGER)
+            return;
+        size_t before = c->in_n;
         process(l, c, now);
+        /* TLS may hold more of what arrived than the buffer took: read on while parsing
+         * makes room */
+        if (c->st == C_FREE || c->st == C_BUSY || c->st == C_LINGER || !c->io->pending(c) ||
+            (c->in_n == before && c->in_n == LOOP_BUF))
+            return;
+    }
 }
 
 /* ---- accepting ---- */
@@ -411,7 +369,8 @@ static struct conn *victim(struct hy_loop *l)
         struct conn *c = &l->conns[i];
         if (c->st == C_LINGER)
             return c;
-        if (c->st == C_HEAD && !c->out.n && (!best || c->since < best->since))
+        if ((c->st == C_HEAD || c->st == C_TLS) && !c->out.n &&
+            (!best || c->since < best->since))
             best = c;
     }
     return best;
@@ -444,6 +403,10 @@ static void accept_all(struct hy_loop *l, double now)
         }
         if (!l->n_free) {
             struct conn *v = victim(l);
+            if (!v && l->tls) { /* nothing can be said before a handshake */
+                close(fd);
+                continue;
+            }
             if (!v) {
                 static const char busy[] =
                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -455,9 +418,9 @@ static void accept_all(struct hy_loop *l, double now)
                 close(fd);
                 continue;
             }
-            if (v->st == C_HEAD && v->started)
+            if ((v->st == C_HEAD || v->st == C_TLS) && v->started)
                 HY_LOGI("http: a slow request head given up for a new connection");
-            close_conn(l, v, false);
+            loop_close(l, v, false);
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -469,19 +432,28 @@ static void accept_all(struct hy_loop *l, double now)
         c->in_n = 0;
         c->out_pos = 0;
         c->t_out = now;
-        c->io = &plain_io;
+        c->io = &loop_plain_io;
         c->req = NULL;
         to_head(c, now, l->srv->cfg.header_timeout_s);
+        c->tls = l->tls ? hy_tls_sess_create(l->tls, fd) : NULL;
+        if (l->tls)
+            c->st = C_TLS; /* c->io becomes TLS once the handshake is done */
         c->events = EPOLLIN | EPOLLRDHUP;
         struct epoll_event e = {.events = c->events, .data.ptr = c};
-        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &e) != 0) {
+        if ((l->tls && !c->tls) || epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &e) != 0) {
             c->events = 0;
-            close_conn(l, c, false);
+            loop_close(l, c, false);
             continue;
         }
-        if (from_addr > l->per_addr)
-            refuse(l, c, 429, "too_many_connections",
+        if (from_addr > l->per_addr && l->tls) { /* no handshake spent on it */
+            hy_metrics_record(&l->srv->metrics, HY_ROUTE_OTHER, 429, 0, 0, 0, false);
+            HY_LOGI("http: - - 429 (too many open connections from this address: closed "
+                    "before the TLS handshake)");
+            loop_close(l, c, false);
+        } else if (from_addr > l->per_addr) {
+            loop_refuse(l, c, 429, "too_many_connections",
                    "too many open connections from this address; retry later", now);
+        }
     }
 }
 
@@ -567,7 +539,7 @@ static void on_wake(struct hy_loop *l, double now)
         for (int i = 0; i < l->n_conns; i++) /* idle keep-alive connections go too */
             if (l->conns[i].st == C_HEAD && !l->conns[i].started && !l->conns[i].in_n &&
                 !l->conns[i].out.n)
-                close_conn(l, &l->conns[i], false);
+                loop_close(l, &l->conns[i], false);
     }
     if (kick_all)
         kick(l);
@@ -585,26 +557,33 @@ static void sweep(struct hy_loop *l, double now)
         struct conn *c = &l->conns[i];
         switch (c->st) {
         case C_FREE: break;
+        case C_TLS:
+            if (now > c->deadline) {
+                if (c->started)
+                    HY_LOGI("tls: handshake not done within --header-timeout: closed");
+                loop_close(l, c, false);
+            }
+            break;
         case C_HEAD:
             if (now > c->deadline && c->started)
-                refuse(l, c, 408, "request_timeout",
+                loop_refuse(l, c, 408, "request_timeout",
                        "the request head did not arrive in time", now);
             else if (now > c->deadline)
-                close_conn(l, c, false); /* idle keep-alive connection */
+                loop_close(l, c, false); /* idle keep-alive connection */
             break;
         case C_BODY:
         case C_CHUNKED:
             if (now > c->deadline)
-                refuse(l, c, 408, "request_timeout", "the request body did not arrive in time",
+                loop_refuse(l, c, 408, "request_timeout", "the request body did not arrive in time",
                        now);
             break;
         case C_LINGER:
             if (now > c->deadline)
-                close_conn(l, c, false);
+                loop_close(l, c, false);
             break;
         case C_BUSY:
             if (c->out.n > c->out_pos && now - c->t_out > s->cfg.idle_timeout_s) {
-                close_conn(l, c, true); /* the client stopped reading its response */
+                loop_close(l, c, true); /* the client stopped reading its response */
                 break;
             }
             if (c->req && (aborting || atomic_load(&c->req->retry) ||
@@ -641,11 +620,22 @@ static void *loop_main(void *arg)
                 on_wake(l, now);
             } else {
                 struct conn *c = p;
+                if (c->st == C_TLS) {
+                    loop_handshake(l, c, ev[i].events, now);
+                    continue;
+                }
+                if (c->st != C_FREE && c->rd_wants_write && (ev[i].events & EPOLLOUT)) {
+                    c->rd_wants_write = false; /* the read it waited for, then the rest */
+                    loop_on_readable(l, c, EPOLLIN, now);
+                    if (c->st != C_FREE)
+                        loop_set_events(l, c, c->out.n > c->out_pos ? c->events
+                                                               : c->events & ~EPOLLOUT);
+                }
                 if (c->st != C_FREE && (ev[i].events & EPOLLOUT))
                     flush_out(l, c, now);
                 if (c->st != C_FREE &&
                     (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
-                    on_readable(l, c, ev[i].events, now);
+                    loop_on_readable(l, c, ev[i].events, now);
             }
         }
         pthread_mutex_lock(&l->mu);
@@ -663,55 +653,6 @@ static void *loop_main(void *arg)
 
 /* ---- life cycle ---- */
 
-static hy_status listen_on(struct hy_loop *l, struct hy_err *err)
-{
-    const struct hy_server_config *cfg = &l->srv->cfg;
-    struct addrinfo hints = {0}, *res = NULL;
-    char ports[16];
-    snprintf(ports, sizeof ports, "%d", cfg->port);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    int rc = getaddrinfo(cfg->host, ports, &hints, &res);
-    if (rc != 0)
-        return hy_err_set(err, HY_E_INVAL, "cannot resolve --host %s: %s", cfg->host,
-                          gai_strerror(rc));
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(res);
-        return hy_err_set(err, HY_E_IO, "cannot listen on %s:%d (address in use?)", cfg->host,
-                          cfg->port);
-    }
-    freeaddrinfo(res);
-    struct sockaddr_storage sa;
-    socklen_t len = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &len);
-    l->srv->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
-                                                  : ((struct sockaddr_in *)&sa)->sin_port);
-    l->lfd = fd;
-    return HY_OK;
-}
-
-/* Raises the open-file limit to what the connection table needs (up to the hard limit). */
-static void raise_nofile(int n_conns)
-{
-    struct rlimit r;
-    rlim_t want = (rlim_t)n_conns + 64;
-    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < want) {
-        r.rlim_cur = want < r.rlim_max ? want : r.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &r);
-        if (r.rlim_cur < want)
-            HY_LOGW("http: open file limit %llu < %llu: fewer connections than "
-                    "--max-connections will be accepted", (unsigned long long)r.rlim_cur,
-                    (unsigned long long)want);
-    }
-}
-
 hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
 {
     struct hy_loop *l = calloc(1, sizeof *l);
@@ -722,6 +663,13 @@ hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
     l->ep = l->lfd = l->efd = -1;
     l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     pthread_mutex_init(&l->mu, NULL);
+    if (s->cfg.tls_cert || s->cfg.tls_key) {
+        if (!s->cfg.tls_cert || !s->cfg.tls_key)
+            return hy_err_set(err, HY_E_INVAL, "--tls-cert and --tls-key go together");
+        hy_status st = hy_tls_create(&l->tls, s->cfg.tls_cert, s->cfg.tls_key, err);
+        if (st)
+            return st;
+    }
     int n = s->cfg.max_connections;
     l->n_conns = n;
     l->per_addr = s->cfg.max_per_client;
@@ -738,8 +686,8 @@ hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
         l->conns[i].in = l->bufs + (size_t)i * LOOP_BUF;
         l->free_list[l->n_free++] = i;
     }
-    raise_nofile(n);
-    hy_status st = listen_on(l, err);
+    hy_loop_raise_nofile(n);
+    hy_status st = hy_loop_listen(&s->cfg, &l->lfd, &s->port, err);
     if (st)
         return st;
     l->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -766,7 +714,7 @@ void hy_loop_destroy(struct hy_server *s)
     }
     for (int i = 0; l->conns && i < l->n_conns; i++)
         if (l->conns[i].st != C_FREE)
-            close_conn(l, &l->conns[i], true); /* running requests cancel themselves */
+            loop_close(l, &l->conns[i], true); /* running requests cancel themselves */
     hy_work_destroy(s->work); /* runs what the closing queued, then joins */
     s->work = NULL;
     take_posts(l, hy_clock_now()); /* output posted meanwhile: dropped */
@@ -784,6 +732,7 @@ void hy_loop_destroy(struct hy_server *s)
     free(l->bufs);
     hy_addr_count_free(&l->addrs);
     free(l->path);
+    hy_tls_destroy(l->tls);
     free(l);
     s->loop = NULL;
 }

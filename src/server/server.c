@@ -1,5 +1,6 @@
 /* server.c: the server's life cycle: listen, become ready, drain, stop (server.h). */
 #include "server/http.h"
+#include "server/keys.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -51,7 +52,9 @@ hy_status hy_server_create(struct hy_server **out, const struct hy_server_config
     hy_metrics_init(&s->metrics);
     pthread_mutex_init(&s->idle_mu, NULL);
     pthread_cond_init(&s->idle_cv, NULL);
-    hy_status st = hy_work_create(&s->work, s->cfg.workers, err);
+    hy_status st = hy_keys_create(&s->keys, s->cfg.api_keys_file, s->cfg.api_key, err);
+    if (!st)
+        st = hy_work_create(&s->work, s->cfg.workers, err);
     if (!st)
         st = hy_loop_create(s, err);
     if (st) {
@@ -135,6 +138,7 @@ void hy_server_destroy(struct hy_server *s)
     else
         hy_work_destroy(s->work);
     hy_metrics_deinit(&s->metrics);
+    hy_keys_destroy(s->keys);
     pthread_cond_destroy(&s->idle_cv);
     pthread_mutex_destroy(&s->idle_mu);
     free(s);

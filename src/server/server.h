@@ -16,7 +16,11 @@
  * (ready) -> [the caller waits for a signal] -> drain -> destroy. The server handles no
  * signals itself: the caller blocks them before create so every server thread inherits
  * the mask.
- * Errors: create fails with HY_E_IO when the address cannot be bound. */
+ * TLS (tls_cert): the handshake runs in the loop without blocking, under the head deadline
+ * (header_timeout_s from its first byte to the request head's end); plain HTTP sent to
+ * the TLS port gets a 400 in plain HTTP, a failed handshake one log line.
+ * Errors: create fails with HY_E_IO when the address cannot be bound, and with one line
+ * naming the flag and file when the certificate or key cannot be used. */
 #ifndef HY_SERVER_SERVER_H
 #define HY_SERVER_SERVER_H
 
@@ -43,6 +47,10 @@ struct hy_server_config {
     double timeout_s;       /* per request; 504 past it; 0: none */
     double drain_s;         /* at shutdown, wait this long for running requests */
     const char *api_key;    /* required as "Authorization: Bearer KEY" when set */
+    const char *tls_cert;   /* PEM certificate (chain): HTTPS only when set, with tls_key */
+    const char *tls_key;    /* PEM private key of tls_cert, unencrypted */
+    const char *api_keys_file; /* named keys with rate limits (keys.h); with api_key too */
+    const char *metrics_key;   /* /metrics requires "Authorization: Bearer KEY" when set */
     const char *cors;       /* Access-Control-Allow-Origin value when set */
     const char *model_name; /* the id /v1/models lists and responses carry */
     bool demo;              /* random-weight demo model: say so everywhere */
