@@ -1,7 +1,8 @@
 #!/bin/sh
 # compat_test.sh HYMT MODEL SRC NPM_DIR: the compatible APIs against `hymt serve`
 # (tests/server/compat_test.mjs): DeepL's with the official deepl-node client, LibreTranslate's
-# with its documented requests (npm has no maintained LibreTranslate client), their error
+# with its documented requests (npm's only `libretranslate` package is a third-party wrapper,
+# one version, unmaintained: not LibreTranslate's own), their error
 # shapes, and /openapi.json validated by @apidevtools/swagger-parser, its paths compared with
 # `hymt serve --print-routes`. The npm packages are pinned below for Debian 12's Node 18 and
 # installed into NPM_DIR in the build folder on first use, never committed.
