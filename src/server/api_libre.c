@@ -5,7 +5,8 @@
  * form, answered {"translatedText": ..., "detectedLanguage": {"confidence", "language"}
  * (source auto only), "alternatives": [...] (when asked)}, with arrays of those for an
  * array q; GET /languages [{code, name, targets}]. Errors are LibreTranslate's
- * {"error": "..."} (400 for a bad request, 403 for a missing or wrong key, 429, 500, 503).
+ * {"error": "..."} (400 for a bad request or a field it does not have, 403 for a missing or
+ * wrong key, 415 for multipart, 429, 500, 503).
  * The translation itself is /api/translate's job (tr.h, compat.h). */
 #include "server/compat.h"
 
@@ -177,6 +178,25 @@ static json_t *q_field(struct hy_http_req *req, json_t *body, bool *array)
     return list;
 }
 
+/* Every field is LibreTranslate's; another is a 400 naming it, never ignored. */
+static bool known_fields(struct hy_http_req *req, json_t *body)
+{
+    static const char *const known[] = {"q", "source", "target", "format", "alternatives",
+                                        "api_key"};
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        size_t i = 0;
+        while (i < sizeof known / sizeof known[0] && strcmp(known[i], key))
+            i++;
+        if (i == sizeof known / sizeof known[0])
+            return !hy_http_error(req, 400, "unsupported_parameter",
+                                  "Invalid request: %s is not a parameter hymt supports", key);
+    }
+    return true;
+}
+
 /* Reads the fields into l and job; answers 4xx and returns NULL (q list) on a bad one. */
 static json_t *parse(struct hy_http_req *req, json_t *body, struct lt *l, struct hy_tr_job *job,
                      enum hy_format *fmt)
@@ -184,6 +204,8 @@ static json_t *parse(struct hy_http_req *req, json_t *body, struct lt *l, struct
     json_t *key = json_object_get(body, "api_key");
     if (!hy_http_authorize(req, json_is_string(key) ? json_string_value(key) : NULL, 403,
                            "invalid_api_key", "Invalid API key"))
+        return NULL;
+    if (!known_fields(req, body))
         return NULL;
     json_t *format = json_object_get(body, "format");
     const char *fs = json_is_string(format) ? json_string_value(format) : "text";

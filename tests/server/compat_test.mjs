@@ -63,6 +63,7 @@ async function libre() {
     [{ q: 'a', target: 'de', alternatives: 4, api_key: KEY }, 400, /alternatives/],
     [{ q: 'a', target: 'de', api_key: 'wrong' }, 403, /API key/],
     [{ q: 'a', target: 'de' }, 403, /API key/],
+    [{ q: 'a', target: 'de', api_key: KEY, glossary: 'x' }, 400, /glossary is not a parameter/],
   ];
   for (const [body, status, re] of bad) {
     r = await postJSON('/translate', body);
