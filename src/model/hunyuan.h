@@ -42,6 +42,7 @@ struct hy_model {
     bool lm_head_equal;              /* ... equal to embed_tokens bit for bit (then unused) */
     bool weights_uploaded;           /* weights copied by be->i->weight_upload (freed here) */
     bool weights_quantized;          /* projections quantized into backend memory (freed here) */
+    bool embd_quantized;             /* tok_embd quantized into device memory (freed here) */
     int64_t weight_device_bytes;     /* device memory the weights took at load (mem_info), or 0 */
     int64_t n_params;                /* parameters used by the forward pass */
     int64_t n_active_params;         /* ... of which one token uses (= n_params when dense) */

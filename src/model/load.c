@@ -136,7 +136,7 @@ static int all_weights(struct hy_model *m, struct hy_weight **ws, int cap)
 {
     int n = 0;
     const bool q = m->weights_quantized;
-    if (!hy_model_is_shared(m, &m->tok_embd))
+    if (!hy_model_is_shared(m, &m->tok_embd) && !m->embd_quantized)
         ws[n++] = &m->tok_embd;
     if (!hy_model_is_shared(m, &m->out_norm))
         ws[n++] = &m->out_norm;
@@ -343,6 +343,36 @@ static hy_status quantize_one(struct hy_backend *be, struct hy_pool *pool, struc
     return HY_OK;
 }
 
+/* The token embedding of a device backend whose projections are quantized to fewer than 8
+ * bits becomes Q8_0 in device memory: the lookup reads one row a token, so its bytes only
+ * take memory (the 7B table: 1.05 GB bf16, 0.56 GB Q8_0). Q8_0 rounds an element by at most
+ * 1/254 of its block's largest |value|, a sixteenth of the 4-bit weights' step (the tiny
+ * checkpoints' logits stay within cuda_qmatmul_test's limits of the CPU's with the stored
+ * table). A q8 model keeps the stored table: sharing the head's Q8_0 copy moved the tiny
+ * checkpoints' logits past quant_accuracy_test's q8 limits. A CPU backend reads the
+ * mapped table, which costs no memory beyond the rows it touches. A failure leaves the
+ * table as stored (and is returned). */
+static hy_status quantize_embedding(struct hy_model *m, struct hy_pool *pool,
+                                    struct quant_job *j, enum hy_dtype quant, struct hy_err *err)
+{
+    struct hy_weight *e = &m->tok_embd;
+    const struct hy_weight saved = *e;
+    if (!m->be->i->weight_upload || quant == HY_DTYPE_Q8_0 || m->cfg.arch == HY_ARCH_HYV3 ||
+        hy_model_is_shared(m, e) || /* the other model's table (its Q8_0 copy) */
+        (e->dtype != HY_DTYPE_BF16 && e->dtype != HY_DTYPE_F16 && e->dtype != HY_DTYPE_F32) ||
+        e->cols % hy_dtype_block_elems(HY_DTYPE_Q8_0))
+        return HY_OK;
+    hy_status s = quantize_one(m->be, pool, j, e, HY_DTYPE_Q8_0, err);
+    if (s) {
+        *e = saved;
+        return s;
+    }
+    m->embd_quantized = true; /* the head is a quantized copy of its own (quantize_weights) */
+    HY_LOGI("token embedding in %s on the device (%lld x %lld)", hy_dtype_name(e->dtype),
+            (long long)e->rows, (long long)e->cols);
+    return HY_OK;
+}
+
 /* Quantizes every projection and the head (for a tied head: a quantized copy of the
  * embedding, whose lookup keeps the stored table; the head is read in full every token, so
  * it matters as much as a layer) into backend memory (a device backend: through a host
@@ -393,9 +423,10 @@ static hy_status quantize_weights(struct hy_model *m, enum hy_dtype quant, struc
         goto out;
     }
     m->weights_quantized = true;
-    HY_LOGI("quantized %d projections and the head to %s%s at load (embedding and norms as "
-            "stored)", n - 1, hy_dtype_name(quant),
+    HY_LOGI("quantized %d projections and the head to %s%s at load (norms as stored)", n - 1,
+            hy_dtype_name(quant),
             quant == HY_DTYPE_Q4_G128 ? " (Q4_0 where in-features % 128 != 0)" : "");
+    s = quantize_embedding(m, pool, &j, quant, err);
 out:
     hy_pool_destroy(pool);
     free(j.rows);
@@ -526,6 +557,8 @@ void hy_model_destroy(struct hy_model *m)
         free_weights(m);
     if (m->weights_quantized)
         free_quantized(m);
+    if (m->embd_quantized)
+        m->be->i->free(m->be, (void *)m->tok_embd.data);
     hy_v3_unbind(m);
     free(m->layers);
     free(m->bound);

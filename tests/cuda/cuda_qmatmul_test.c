@@ -8,6 +8,8 @@
  *     and sums of exactly dequantized weights; each term passes through at most 8 (a
  *     word's sum) + 1 (times d) + cols/4 (a thread's words) + 13 (warp and block sums)
  *     roundings, fewer than cols + 32 for every cols >= 32;
+ *   T <= 8 through the backend (rows > 1): the int8-activation GEMV (qmmvq.h), whose bound
+ *     adds the int8 rounding of x: ct_mmvq_bound;
  *   T > 8, or x not 16-byte aligned (chunked dequantize + cuBLAS): (2^-8 + (cols+4)·U)·S —
  *     x and the dequantized w each rounded to bf16 (2^-9 relative each), float32 sums (as
  *     cuda_ops_test's matmul bound).
@@ -15,8 +17,10 @@
  * the large-T path is exercised by calling the launcher with tiny scratch buffers (a few
  * rows of W, a few rows of x a chunk; rows % 8 != 0 goes through the aligned output
  * scratch). Embedding lookup of quantized tables must be exact (the same bits). Then the
- * model: tiny-mqa with --quant q8 and q4 on the GPU against the same on the CPU reference
- * backend: greedy ids for 16 steps equal and logits within 2e-2 of max |logit|.
+ * models: the tiny checkpoints with --quant q8, q4 and q4_0 on the GPU (decode matmuls
+ * through the int8-activation GEMV) against the same on the CPU reference backend: greedy
+ * ids for 24 steps equal (but at near-ties, ct_check_greedy) and logits within 2e-2 of
+ * max |logit|.
  * Prints the worst error/bound per type and path. Exits 77 when no CUDA device is present. */
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
@@ -45,8 +49,8 @@ static const struct qtype qtypes[] = {
 };
 #define NQ 3
 
-/* worst error/bound per type: [0] GEMV, [1] chunked */
-static double worst[NQ][2];
+/* worst error/bound per type: [0] GEMV, [1] chunked, [2] the backend's int8 GEMV */
+static double worst[NQ][3];
 
 /* One case through the backend's weight_upload and matmul; xoff floats of misalignment. */
 static void backend_case(struct hy_backend *be, const struct qtype *q, int64_t rows,
@@ -69,15 +73,29 @@ static void backend_case(struct hy_backend *be, const struct qtype *q, int64_t r
         x[i] = rng_unit(&rng);
     ct_reference(&hw, x, T, ref, sabs, NULL, NULL, 1 << 20);
     ct_backend_matmul(be, &dw, x, T, xoff, got);
+    const bool mmvq = T <= 8 && rows > 1; /* the backend's int8-activation GEMV */
     const bool gemv = T <= 8 && xoff % 4 == 0;
     const int qi = (int)(q - qtypes);
     char what[128];
     snprintf(what, sizeof what, "%s rows=%lld cols=%lld T=%d xoff=%d (%s)", q->name,
-             (long long)rows, (long long)cols, T, xoff, gemv ? "gemv" : "chunked");
+             (long long)rows, (long long)cols, T, xoff,
+             mmvq ? "mmvq" : gemv ? "gemv" : "chunked");
     double wl;
-    int bad = ct_compare(what, got, ref, sabs, rows, no, gemv ? 0.0 : 1.0 / 256,
+    int bad;
+    if (mmvq) {
+        double *quant = malloc((size_t)no * sizeof *quant);
+        HY_ASSERT(quant);
+        ct_mmvq_bound(&hw, x, T, quant, sabs); /* sabs: the float32 term */
+        for (int64_t i = 0; i < no; i++)
+            sabs[i] += quant[i];
+        bad = ct_compare(what, got, ref, sabs, rows, no, 1.0, 0.0, &wl);
+        worst[qi][2] = fmax(worst[qi][2], wl);
+        free(quant);
+    } else {
+        bad = ct_compare(what, got, ref, sabs, rows, no, gemv ? 0.0 : 1.0 / 256,
                          gemv ? (double)cols + 32 : (double)cols + 4, &wl);
-    worst[qi][gemv ? 0 : 1] = fmax(worst[qi][gemv ? 0 : 1], wl);
+        worst[qi][gemv ? 0 : 1] = fmax(worst[qi][gemv ? 0 : 1], wl);
+    }
     CHECKF(bad == 0, "%s: %d of %lld outside the bound", what, bad, (long long)no);
     be->i->free(be, (void *)dw.data);
     free(hq);
@@ -127,17 +145,19 @@ static void chunk_case(const struct qtype *q, int64_t rows, int64_t cols, int T,
     free(sabs);
 }
 
-#define STEPS 16
+#define STEPS 24
 #define NP 9
 static const int32_t prompt[NP] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
 
-static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, enum hy_dtype quant)
+static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const char *name,
+                       enum hy_dtype quant)
 {
-    char dir[4096];
+    char dir[4096], rel[64];
     struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
     struct hy_model_opts o = {quant};
-    test_path(dir, sizeof dir, "HYMT_SRC", "tests/data/tiny-mqa");
+    snprintf(rel, sizeof rel, "tests/data/%s", name);
+    test_path(dir, sizeof dir, "HYMT_SRC", rel);
     CHECKF(hy_model_load_opts(&mc, dir, cpu, &o, &err) == HY_OK, "cpu %s: %s",
            hy_dtype_name(quant), err.msg);
     CHECKF(hy_model_load_opts(&mg, dir, gpu, &o, &err) == HY_OK, "cuda %s: %s",
@@ -151,7 +171,7 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, enum hy_d
            hy_dtype_name(mg->layers[0].wq.dtype), hy_dtype_name(mg->layers[0].w_down.dtype),
            hy_dtype_name(mg->lm_head.dtype));
     char what[128];
-    snprintf(what, sizeof what, "tiny-mqa %s (wq %s, w_down %s)", hy_dtype_name(quant),
+    snprintf(what, sizeof what, "%s %s (wq %s, w_down %s)", name, hy_dtype_name(quant),
              hy_dtype_name(mg->layers[0].wq.dtype), hy_dtype_name(mg->layers[0].w_down.dtype));
     ct_check_greedy(what, mc, mg, prompt, NP, STEPS, 2e-2);
 out:
@@ -194,12 +214,16 @@ int main(void)
         chunk_case(q, 1, 128, 1, 1 << 16, 8 * 128, 1 << 20);  /* a one-row matrix, GEMV */
         chunk_case(q, 3, 256, 8, 1 << 16, 8 * 256, 1 << 20);  /* rows < R, T = 8 */
         ct_embed_case(gpu, &rng, q->dt, 256);
-        fprintf(stderr, "%s: worst error/bound: gemv %.3g, chunked %.3g\n", q->name,
-                worst[qi][0], worst[qi][1]);
+        fprintf(stderr, "%s: worst error/bound: gemv %.3g, chunked %.3g, mmvq %.3g\n", q->name,
+                worst[qi][0], worst[qi][1], worst[qi][2]);
     }
-    model_case(cpu, gpu, HY_DTYPE_Q8_0);
-    model_case(cpu, gpu, HY_DTYPE_Q4_G128);
-    model_case(cpu, gpu, HY_DTYPE_Q4_0);
+    static const char *const models[] = {"tiny-mqa", "tiny-gqa2-untied", "tiny-dense18",
+                                         "tiny-mha-sharded"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        model_case(cpu, gpu, models[i], HY_DTYPE_Q8_0);
+        model_case(cpu, gpu, models[i], HY_DTYPE_Q4_G128);
+        model_case(cpu, gpu, models[i], HY_DTYPE_Q4_0);
+    }
     cpu->i->destroy(cpu);
     gpu->i->destroy(gpu);
     return test_result();

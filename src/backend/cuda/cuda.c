@@ -4,6 +4,7 @@
 #include "backend/cuda/cuda_ctx.h"
 #include "backend/cuda/fp8mm.h"
 #include "backend/cuda/qmatmul.h"
+#include "backend/cuda/qmmvq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ static struct cuda_ctx *ctx_op(struct hy_backend *be)
 {
     struct cuda_ctx *c = ctx_of(be);
     c->xbf_x = NULL;
+    c->xq_x = NULL;
     return c;
 }
 
@@ -79,7 +81,8 @@ static int qtype_of(enum hy_dtype t)
     }
 }
 
-/* The dequantize scratch of quantized and fp8 matmuls, allocated by the first such weight. */
+/* The dequantize scratch of quantized and fp8 matmuls and the int8 activations of qmmvq,
+ * allocated by the first such weight. */
 static hy_status wbf_alloc(struct cuda_ctx *c, struct hy_err *err)
 {
     if (!c->wbf && cudaMalloc((void **)&c->wbf, c->wbf_cap * sizeof(uint16_t)) != cudaSuccess) {
@@ -87,6 +90,13 @@ static hy_status wbf_alloc(struct cuda_ctx *c, struct hy_err *err)
         c->wbf = NULL;
         return hy_err_set(err, HY_E_NOMEM, "out of device memory for the quantized "
                           "matmul scratch (%zu MiB)", c->wbf_cap * 2 >> 20);
+    }
+    const size_t xq = hy_cuda_mmvq_x_bytes(HY_CUDA_MMVQ_MAX_T, HY_CUDA_MMVQ_MAX_COLS);
+    if (!c->xq && cudaMalloc(&c->xq, xq) != cudaSuccess) {
+        (void)cudaGetLastError();
+        c->xq = NULL;
+        return hy_err_set(err, HY_E_NOMEM, "out of device memory for the quantized "
+                          "matmul activations (%zu KiB)", xq >> 10);
     }
     return HY_OK;
 }
@@ -262,6 +272,7 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         return;
     if (hy_cuda_replaying(c)) { /* the recording made the same choices */
         c->xbf_x = NULL;
+        c->xq_x = NULL;
         return;
     }
     const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf,
@@ -295,7 +306,13 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         c->xbf_x = NULL;
         return;
     }
-    if (qt >= 0) { /* qmatmul */
+    if (qt >= 0 && c->xq && hy_cuda_mmvq_fits(qt, w->rows, w->cols, T, w->data)) {
+        if (!(c->xq_x == x && c->xq_T == T && c->xq_cols == w->cols)) {
+            hy_cuda_mmvq_quantize(c->stream, c->xq, x, T, w->cols);
+            c->xq_x = x, c->xq_T = T, c->xq_cols = w->cols;
+        }
+        hy_cuda_mmvq(c->stream, out, c->xq, w->data, qt, w->rows, w->cols, T, 0);
+    } else if (qt >= 0) { /* qmatmul */
         bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
         if (hy_cuda_matmul_q(c->stream, c->blas, out, x, w->data, qt, w->rows, w->cols, T, ready,
                              &s))
@@ -316,6 +333,9 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     if (c->xbf_x && out < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols &&
         c->xbf_x < out + (int64_t)T * w->rows)
         c->xbf_x = NULL; /* this product overwrote the input xbf holds */
+    if (c->xq_x && out < c->xq_x + (int64_t)c->xq_T * c->xq_cols &&
+        c->xq_x < out + (int64_t)T * w->rows)
+        c->xq_x = NULL; /* likewise for xq */
 }
 
 static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T, int n_heads,
@@ -524,6 +544,8 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFree(c->xbf));
         if (c->wbf)
             HY_CUDA_CHECK(cudaFree(c->wbf));
+        if (c->xq)
+            HY_CUDA_CHECK(cudaFree(c->xq));
         hy_cuda_fp8_destroy(c->fp8);
         if (c->att_part)
             HY_CUDA_CHECK(cudaFree(c->att_part));

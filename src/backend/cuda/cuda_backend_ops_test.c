@@ -13,7 +13,10 @@
  * Bounds per output element, U = 2^-24, S' = Σ_c |x_c|·a_c with a_c = |w_c| (Q4_K:
  * |d·sc·q| + |dmin·m|, the two parts its GEMV sums apart; S' >= S = Σ_c |x_c w_c|), each
  * derived in the test named:
- *   block dtypes at T <= 8, and fp8 at T <= 8 with cols % 16 == 0, x 16-byte aligned (the
+ *   Q8_0, Q4_0 and Q4_G128 at T <= 8 (the int8-activation GEMV, any x alignment):
+ *     qmmvq.h's bound, the int8 rounding of x plus float32 roundings (ct_mmvq_bound;
+ *     cuda_mmvq_test);
+ *   other block dtypes at T <= 8, and fp8 at T <= 8 with cols % 16 == 0, x 16-byte aligned (the
  *     register GEMVs, float32 x and sums of exactly dequantized weights): (cols + 32)·U·S'
  *     (cuda_qmatmul_test, cuda_kquant_test, cuda_fp8_test);
  *   anything else, (2^-8 + (cols + 32)·U)·S': the union of the GEMV bound and the bound of
@@ -130,6 +133,14 @@ static bool takes_gemv(const struct mm_type *ty, int64_t cols, int T, int xoff)
     return ty->fp8 ? cols % 16 == 0 : hy_dtype_block_elems(ty->dt) > 1;
 }
 
+/* Whether a call takes the int8-activation GEMV (qmmvq.h): Q8_0, Q4_0, Q4_G128 at T <= 8,
+ * whatever x's alignment (cuda.c). */
+static bool takes_mmvq(const struct mm_type *ty, int T)
+{
+    return T <= 8 && !ty->fp8 &&
+           (ty->dt == HY_DTYPE_Q8_0 || ty->dt == HY_DTYPE_Q4_0 || ty->dt == HY_DTYPE_Q4_G128);
+}
+
 /* One (type, shape): the weight uploaded once, the reference for MAX_T rows of x once, then
  * every (T, xoff) of the table against prefixes of it. */
 static void matmul_shape(struct hy_backend *be, struct rng *rg, int ti, int64_t rows,
@@ -146,6 +157,14 @@ static void matmul_shape(struct hy_backend *be, struct rng *rg, int ti, int64_t 
     for (int64_t i = 0; i < MAX_T * cols; i++)
         x[i] = rng_unit(rg);
     ct_reference(&m.hw, x, MAX_T, ref, s, sp, ct_abs_parts, 1 << 20);
+    double *mq = NULL; /* qmmvq.h's bound: the int8 term, then the sum */
+    if (takes_mmvq(ty, 1)) {
+        mq = malloc((size_t)n * sizeof *mq);
+        HY_ASSERT(mq);
+        ct_mmvq_bound(&m.hw, x, MAX_T, mq, s); /* s: the float32 term */
+        for (int64_t i = 0; i < n; i++)
+            mq[i] += s[i];
+    }
     for (size_t k = 0; k < sizeof mm_T / sizeof mm_T[0]; k++)
         for (size_t oi = 0; oi < sizeof mm_xoff / sizeof mm_xoff[0]; oi++) {
             const int T = mm_T[k], xoff = mm_xoff[oi];
@@ -153,16 +172,18 @@ static void matmul_shape(struct hy_backend *be, struct rng *rg, int ti, int64_t 
             snprintf(what, sizeof what, "matmul %s %lldx%lld T=%d xoff=%d", ty->name,
                      (long long)rows, (long long)cols, T, xoff);
             ct_backend_matmul(be, &m.dev, x, T, xoff, got);
-            const bool gemv = takes_gemv(ty, cols, T, xoff);
+            const bool gemv = takes_gemv(ty, cols, T, xoff), mmvq = mq && takes_mmvq(ty, T);
             double w = 0;
-            int bad = ct_compare(what, got, ref, sp, rows, (int64_t)T * rows, gemv ? 0 : 0x1p-8,
-                                 (double)(cols + 32), &w);
+            int bad = mmvq ? ct_compare(what, got, ref, mq, rows, (int64_t)T * rows, 1.0, 0.0, &w)
+                           : ct_compare(what, got, ref, sp, rows, (int64_t)T * rows,
+                                        gemv ? 0 : 0x1p-8, (double)(cols + 32), &w);
             CHECKF(bad == 0, "%s: %d of %lld outside the bound (worst error/bound %.3g)", what,
                    bad, (long long)((int64_t)T * rows), w);
             worst[ti] = fmax(worst[ti], w);
             cases++;
         }
     mm_weight_free(&m, be, ty);
+    free(mq);
     free(x);
     free(ref);
     free(got);

@@ -67,6 +67,13 @@ struct cuda_ctx {
      * matmuls), allocated by the first quantized weight_upload */
     uint16_t *wbf;
     size_t wbf_cap;
+    /* qmmvq: int8 activations of up to 8 rows of HY_CUDA_MMVQ_MAX_COLS (allocated with
+     * wbf), holding x quantized for (xq_x, xq_T, xq_cols) while xq_x is set; forgotten as
+     * xbf_x is. */
+    void *xq;
+    const float *xq_x;
+    int xq_T;
+    int64_t xq_cols;
     /* Batch-invariant numerics (set_batch_invariant): bf16 matmuls through bimm.cu with its
      * partial sums in bi_part [HY_CUDA_BIMM_PART_FLOATS], quantized ones as GEMVs of at most
      * 8 rows, attention one row a tile without split-K. */

@@ -260,6 +260,51 @@ static inline bool ct_matmul_q(const void *packed, size_t qbytes, int qt, int64_
     return holds;
 }
 
+/* qmmvq.h's bound on |out - Σ_c w x| for the int8-activation GEMV of a Q8_0 / Q4_0 /
+ * Q4_G128 weight (host block layout: fp16 d, then the quants), in two parts per output
+ * [t*rows + r]: quant = Σ_c |w_c|·amax_b(c)/254·(1 + 2^-20) (the int8 rounding of x) and
+ * flt = (cols/4 + 64)·U·Σ_c |d_w,c|·24·(|x_c| + amax_b(c)/254) (the float32 roundings),
+ * amax_b the largest |x| of the activation block of 32 columns holding c. */
+static inline void ct_mmvq_bound(const struct hy_weight *hw, const float *x, int T,
+                                 double *quant, double *flt)
+{
+    const int64_t rows = hw->rows, cols = hw->cols, B = hy_dtype_block_elems(hw->dtype);
+    const size_t rb = hy_dtype_row_bytes(hw->dtype, cols), bb = hy_dtype_row_bytes(hw->dtype, B);
+    float *w = malloc((size_t)cols * sizeof *w), *amax = malloc((size_t)(T * cols / 32) * sizeof *amax);
+    double *dw = malloc((size_t)cols * sizeof *dw);
+    HY_ASSERT(w && amax && dw && cols % 32 == 0 && cols % B == 0);
+    for (int64_t i = 0; i < T * cols / 32; i++) {
+        float m = 0;
+        for (int j = 0; j < 32; j++)
+            m = fmaxf(m, fabsf(x[i * 32 + j]));
+        amax[i] = m;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const unsigned char *src = (const unsigned char *)hw->data + (size_t)r * rb;
+        hy_dtype_to_f32(w, src, hw->dtype, (size_t)cols);
+        for (int64_t c = 0; c < cols; c++) {
+            uint16_t h;
+            memcpy(&h, src + (size_t)(c / B) * bb, 2);
+            dw[c] = fabs((double)hy_f16_to_f32(h));
+        }
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (int64_t)t * cols;
+            const float *at = amax + (int64_t)t * (cols / 32);
+            double e = 0, f = 0;
+            for (int64_t c = 0; c < cols; c++) {
+                const double a = at[c / 32] / 254.0;
+                e += fabs((double)w[c]) * a;
+                f += dw[c] * 24.0 * (fabs((double)xt[c]) + a);
+            }
+            quant[(int64_t)t * rows + r] = e * (1 + 0x1p-20);
+            flt[(int64_t)t * rows + r] = ((double)cols / 4 + 64) * U32 * f + 1e-30;
+        }
+    }
+    free(w);
+    free(amax);
+    free(dw);
+}
+
 /* embed through the backend of a 77 x cols table of type dt (GGUF token tables) against
  * hy_ref_embed: every value the same bits (the output poisoned with NaN first). */
 static inline void ct_embed_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt,

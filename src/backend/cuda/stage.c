@@ -89,6 +89,8 @@ bool hy_cuda_step_begin(struct hy_backend *be, const void *owner, int key, int m
     c->stage_head = 0;
     c->n_sent = c->sent_next = 0;
     c->step_max_blocks = max_blocks;
+    c->xbf_x = NULL; /* a recording starts with no converted input at hand */
+    c->xq_x = NULL;
     if (c->graph_at >= 0) {
         c->mode = STEP_REPLAY;
         return true;

@@ -1,0 +1,250 @@
+/* qmmvq.cu: the int8-activation decode GEMV of qmmvq.h (which has the contract and the
+ * bounds), for Q8_0, Q4_0 and Q4_G128 in qmatmul.h's split layout.
+ *
+ * Quantize: one thread a column, a warp a block of 32 columns: the warp's max |x| by
+ * shuffles, each lane its q, lanes 0-15 and 16-31 sum their half's q.
+ *
+ * GEMV: as qmatmul.cu's register-dequantizing kernel, a thread block owns R consecutive
+ * output rows and its threads take the rows' 16-byte pieces of quants in turn (piece k of
+ * every row, then k + blockDim, ...), loaded once with L1 no-allocate. A piece lies in one
+ * weight block and pairs with 16 (Q8_0) or 2 x 16 (4-bit) int8 activations, one 16-byte
+ * read-only load each, shared by the R rows. Q8_0: the 4 words of the piece dp4a'd with
+ * the 4 words of x. 4-bit: a word's low nibbles (u & 0x0F0F0F0F) and high nibbles
+ * ((u >> 4) & 0x0F0F0F0F) are unsigned 0..15, dp4a'd with the x of the low and of the high
+ * elements; the zero point 8 is taken off with the half-blocks' d·Σq. Where the low and
+ * high elements lie: Q4_0 piece k is block k, elements j and j + 16 of byte j, one x block
+ * (32 columns); Q4_G128 piece k is quarter k & 3 of block k >> 2, elements 16(k&3) + i and
+ * 64 + 16(k&3) + i, two x blocks. The partial sums are reduced as in every GEMV here
+ * (gemv_util.cuh, a fixed order). */
+#include "backend/cuda/qmmvq.h"
+#include "backend/cuda/gemv_util.cuh"
+#include "backend/cuda/qmatmul.h"
+
+#include <cuda_fp16.h>
+
+#define MV_MAX_THREADS 256
+
+extern "C" size_t hy_cuda_mmvq_x_bytes(int T, int64_t cols)
+{
+    const size_t nq = ((size_t)T * (size_t)cols + 15) & ~(size_t)15;
+    const size_t nd = ((size_t)T * (size_t)(cols / 32) * 4 + 15) & ~(size_t)15;
+    return nq + nd + (size_t)T * (size_t)(cols / 16) * 4;
+}
+
+/* The three parts of xq. */
+struct mv_x {
+    const int8_t *q;
+    const float *d, *s;
+};
+
+static __host__ __device__ mv_x mv_parts(const void *xq, int T, int cols)
+{
+    const size_t nq = ((size_t)T * (size_t)cols + 15) & ~(size_t)15;
+    const size_t nd = ((size_t)T * (size_t)(cols / 32) * 4 + 15) & ~(size_t)15;
+    const char *p = (const char *)xq;
+    mv_x x = {(const int8_t *)p, (const float *)(p + nq), (const float *)(p + nq + nd)};
+    return x;
+}
+
+extern "C" bool hy_cuda_mmvq_fits(int qt, int64_t rows, int64_t cols, int T, const void *w)
+{
+    return (qt == HY_CUDA_Q8_0 || qt == HY_CUDA_Q4_0 || qt == HY_CUDA_Q4_G128) && rows >= 1 &&
+           T >= 1 && T <= HY_CUDA_MMVQ_MAX_T && cols % hy_cuda_q_block(qt) == 0 &&
+           cols % 32 == 0 && cols <= HY_CUDA_MMVQ_MAX_COLS && !((uintptr_t)w & 15);
+}
+
+/* blockDim.x 256 (whole warps), one thread a column of T x cols. */
+__global__ void mv_quantize_kernel(int8_t *q, float *d, float *s, const float *x, int64_t n)
+{
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* warps never straddle n */
+    if (i >= n)
+        return;
+    const float v = x[i];
+    float m = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const float dq = m / 127.0f, id = m > 0.0f ? 127.0f / m : 0.0f;
+    const int iq = __float2int_rn(v * id);
+    q[i] = (int8_t)iq;
+    int sum = iq;
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const int lane = threadIdx.x & 31;
+    if (lane == 0)
+        d[i >> 5] = dq;
+    if ((lane & 15) == 0)
+        s[i >> 4] = dq * (float)sum;
+}
+
+extern "C" void hy_cuda_mmvq_quantize(cudaStream_t st, void *xq, const float *x, int T,
+                                      int64_t cols)
+{
+    const mv_x p = mv_parts(xq, T, (int)cols);
+    const int64_t n = (int64_t)T * cols; /* a multiple of 32 */
+    mv_quantize_kernel<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(
+        (int8_t *)p.q, (float *)p.d, (float *)p.s, x, n);
+    HY_CUDA_CHECK_LAUNCH();
+}
+
+static __device__ __forceinline__ float mv_h2f(uint16_t h)
+{
+    return __half2float(__ushort_as_half(h));
+}
+
+static __device__ __forceinline__ int mv_dot4(const uint4 w, const int4 x, int acc)
+{
+    acc = __dp4a((int)w.x, x.x, acc);
+    acc = __dp4a((int)w.y, x.y, acc);
+    acc = __dp4a((int)w.z, x.z, acc);
+    return __dp4a((int)w.w, x.w, acc);
+}
+
+/* QT's quant bytes a block (QB) and 16-byte pieces a block. */
+template <int QT> struct mv_traits;
+template <> struct mv_traits<HY_CUDA_Q8_0> {
+    static constexpr int B = 32, QB = 32;
+};
+template <> struct mv_traits<HY_CUDA_Q4_0> {
+    static constexpr int B = 32, QB = 16;
+};
+template <> struct mv_traits<HY_CUDA_Q4_G128> {
+    static constexpr int B = 128, QB = 64;
+};
+
+template <int QT, int NT, int R>
+__global__ void __launch_bounds__(MV_MAX_THREADS)
+    mv_gemv_kernel(float *out, const int8_t *xq, const float *xd, const float *xs,
+                   const unsigned char *wq, const uint16_t *ws, int rows, int cols)
+{
+    typedef mv_traits<QT> Q;
+    const int row0 = blockIdx.x * R;
+    const int nblk = cols / Q::B, n16 = nblk * Q::QB / 16;
+    const int nd = cols / 32, ns = cols / 16;
+    const uint4 *wr[R];
+    const uint16_t *sr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int rr = gemv_row(row0, r, rows);
+        wr[r] = (const uint4 *)(wq + (int64_t)rr * nblk * Q::QB);
+        sr[r] = ws + (int64_t)rr * nblk;
+    }
+    float acc[R][NT];
+    gemv_zero(acc);
+    for (int k = threadIdx.x; k < n16; k += blockDim.x) {
+        uint4 v[R];
+        float d[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            v[r] = ld_stream(wr[r] + k);
+        const int blk = QT == HY_CUDA_Q8_0 ? k >> 1 : QT == HY_CUDA_Q4_0 ? k : k >> 2;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            d[r] = mv_h2f(__ldg(sr[r] + blk));
+        if (QT == HY_CUDA_Q8_0) {
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                const int4 a = __ldg((const int4 *)(xq + (int64_t)t * cols + 16 * k));
+                const float dx = __ldg(xd + (int64_t)t * nd + (k >> 1));
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    acc[r][t] = fmaf(d[r] * dx, (float)mv_dot4(v[r], a, 0), acc[r][t]);
+            }
+        } else {
+            /* columns of the low elements (lo) and of the high ones (lo + hi) */
+            const int lo = QT == HY_CUDA_Q4_0 ? 32 * k : 128 * (k >> 2) + 16 * (k & 3);
+            const int hi = QT == HY_CUDA_Q4_0 ? 16 : 64;
+            uint4 wl[R], wh[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                wl[r] = make_uint4(v[r].x & 0x0F0F0F0Fu, v[r].y & 0x0F0F0F0Fu,
+                                   v[r].z & 0x0F0F0F0Fu, v[r].w & 0x0F0F0F0Fu);
+                wh[r] = make_uint4((v[r].x >> 4) & 0x0F0F0F0Fu, (v[r].y >> 4) & 0x0F0F0F0Fu,
+                                   (v[r].z >> 4) & 0x0F0F0F0Fu, (v[r].w >> 4) & 0x0F0F0F0Fu);
+            }
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                const int8_t *xt = xq + (int64_t)t * cols;
+                const int4 al = __ldg((const int4 *)(xt + lo));
+                const int4 ah = __ldg((const int4 *)(xt + lo + hi));
+                const float dl = __ldg(xd + (int64_t)t * nd + (lo >> 5));
+                const float dh = __ldg(xd + (int64_t)t * nd + ((lo + hi) >> 5));
+                const float z = 8.0f * (__ldg(xs + (int64_t)t * ns + (lo >> 4)) +
+                                        __ldg(xs + (int64_t)t * ns + ((lo + hi) >> 4)));
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float p;
+                    if (QT == HY_CUDA_Q4_0) /* one x block: dl == dh */
+                        p = dl * (float)mv_dot4(wh[r], ah, mv_dot4(wl[r], al, 0));
+                    else
+                        p = fmaf(dh, (float)mv_dot4(wh[r], ah, 0),
+                                 dl * (float)mv_dot4(wl[r], al, 0));
+                    acc[r][t] = fmaf(d[r], p - z, acc[r][t]);
+                }
+            }
+        }
+    }
+    /* blockDim.x >= 64 >= R * NT */
+    gemv_reduce_store<MV_MAX_THREADS / 32>(acc, out, row0, rows, blockDim.x >> 5, gemv_plain());
+}
+
+template <int QT, int NT, int R>
+static void mv_launch(cudaStream_t st, float *out, const void *xq, const void *w, int64_t rows,
+                      int64_t cols)
+{
+    typedef mv_traits<QT> Q;
+    const int64_t n16 = cols / Q::B * Q::QB / 16;
+    const unsigned threads = n16 >= 256 ? 256 : n16 >= 128 ? 128 : 64;
+    const unsigned blocks = (unsigned)((rows + R - 1) / R);
+    const unsigned char *wq = (const unsigned char *)w;
+    const size_t nb = (size_t)(rows * (cols / Q::B));
+    const uint16_t *ws = (const uint16_t *)(wq + ((nb * Q::QB + 15) & ~(size_t)15));
+    const mv_x x = mv_parts(xq, NT, (int)cols);
+    mv_gemv_kernel<QT, NT, R><<<blocks, threads, 0, st>>>(out, x.q, x.d, x.s, wq, ws, (int)rows,
+                                                          (int)cols);
+    HY_CUDA_CHECK_LAUNCH();
+}
+
+template <int QT, int NT>
+static void mv_r(cudaStream_t st, float *out, const void *xq, const void *w, int64_t rows,
+                 int64_t cols, int R)
+{
+    if (R == 0)
+        R = NT <= 2 ? 4 : NT <= 4 ? 4 : 2;
+    if (R == 2)
+        mv_launch<QT, NT, 2>(st, out, xq, w, rows, cols);
+    else if (R == 8)
+        mv_launch<QT, NT, 8>(st, out, xq, w, rows, cols);
+    else
+        mv_launch<QT, NT, 4>(st, out, xq, w, rows, cols);
+}
+
+template <int QT>
+static void mv_t(cudaStream_t st, float *out, const void *xq, const void *w, int64_t rows,
+                 int64_t cols, int T, int R)
+{
+    switch (T) {
+    case 1: mv_r<QT, 1>(st, out, xq, w, rows, cols, R); break;
+    case 2: mv_r<QT, 2>(st, out, xq, w, rows, cols, R); break;
+    case 3: mv_r<QT, 3>(st, out, xq, w, rows, cols, R); break;
+    case 4: mv_r<QT, 4>(st, out, xq, w, rows, cols, R); break;
+    case 5: mv_r<QT, 5>(st, out, xq, w, rows, cols, R); break;
+    case 6: mv_r<QT, 6>(st, out, xq, w, rows, cols, R); break;
+    case 7: mv_r<QT, 7>(st, out, xq, w, rows, cols, R); break;
+    default: mv_r<QT, 8>(st, out, xq, w, rows, cols, R); break;
+    }
+}
+
+extern "C" void hy_cuda_mmvq(cudaStream_t st, float *out, const void *xq, const void *w, int qt,
+                             int64_t rows, int64_t cols, int T, int R)
+{
+    if (!hy_cuda_mmvq_fits(qt, rows, cols, T, w) || ((uintptr_t)xq & 15))
+        hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_mmvq_fits", "bad mmvq shape");
+    if (qt == HY_CUDA_Q8_0)
+        mv_t<HY_CUDA_Q8_0>(st, out, xq, w, rows, cols, T, R);
+    else if (qt == HY_CUDA_Q4_0)
+        mv_t<HY_CUDA_Q4_0>(st, out, xq, w, rows, cols, T, R);
+    else
+        mv_t<HY_CUDA_Q4_G128>(st, out, xq, w, rows, cols, T, R);
+}
