@@ -18,9 +18,13 @@
  * rows of W, a few rows of x a chunk; rows % 8 != 0 goes through the aligned output
  * scratch). Embedding lookup of quantized tables must be exact (the same bits). Then the
  * models: the tiny checkpoints with --quant q8, q4 and q4_0 on the GPU (decode matmuls
- * through the int8-activation GEMV) against the same on the CPU reference backend: greedy
- * ids for 24 steps equal (but at near-ties, ct_check_greedy) and logits within 2e-2 of
- * max |logit|.
+ * through the int8-activation GEMV; a Q8_0 embedding table for the 4-bit types) against
+ * the same on the CPU reference backend (float32 activations, the stored table): greedy
+ * ids for 24 steps equal (but at near-ties, ct_check_greedy) and logits within 4e-2 of
+ * max |logit|: twice cuda_model_test's bf16 limit, as the int8 rounding of an activation
+ * (up to 1/254 of its block's largest |x|, qmmvq.h) is twice bf16's 2^-9 for a block's
+ * largest elements and more, relative, for its smaller ones, at every matmul input
+ * (measured worst 0.031, tiny-mha-sharded q4_0; 0.016-0.027 for most).
  * Prints the worst error/bound per type and path. Exits 77 when no CUDA device is present. */
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
@@ -173,7 +177,7 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const cha
     char what[128];
     snprintf(what, sizeof what, "%s %s (wq %s, w_down %s)", name, hy_dtype_name(quant),
              hy_dtype_name(mg->layers[0].wq.dtype), hy_dtype_name(mg->layers[0].w_down.dtype));
-    ct_check_greedy(what, mc, mg, prompt, NP, STEPS, 2e-2);
+    ct_check_greedy(what, mc, mg, prompt, NP, STEPS, 4e-2);
 out:
     hy_model_destroy(mc);
     hy_model_destroy(mg);

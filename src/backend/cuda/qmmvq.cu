@@ -206,12 +206,24 @@ static void mv_launch(cudaStream_t st, float *out, const void *xq, const void *w
     HY_CUDA_CHECK_LAUNCH();
 }
 
+/* The default R of a type and T: the fastest over the 7B shapes in bench/mmvq_bench.cu
+ * (bench/RESULTS.md has the table; T = 5..7 were not measured and take 4). */
+static int mv_default_r(int qt, int T)
+{
+    static const signed char r[3][8] = {
+        /* Q8_0 */ {4, 8, 8, 4, 4, 4, 4, 4},
+        /* Q4_0 */ {8, 8, 4, 4, 4, 4, 4, 8},
+        /* Q4_G128 */ {2, 4, 4, 4, 4, 4, 4, 8},
+    };
+    return r[qt == HY_CUDA_Q8_0 ? 0 : qt == HY_CUDA_Q4_0 ? 1 : 2][T - 1];
+}
+
 template <int QT, int NT>
 static void mv_r(cudaStream_t st, float *out, const void *xq, const void *w, int64_t rows,
                  int64_t cols, int R)
 {
     if (R == 0)
-        R = NT <= 2 ? 4 : NT <= 4 ? 4 : 2;
+        R = mv_default_r(QT, NT);
     if (R == 2)
         mv_launch<QT, NT, 2>(st, out, xq, w, rows, cols);
     else if (R == 8)

@@ -47,7 +47,8 @@ bool hy_cuda_mmvq_fits(int qt, int64_t rows, int64_t cols, int T, const void *w)
  * float32, any alignment) quantized as above. */
 void hy_cuda_mmvq_quantize(cudaStream_t st, void *xq, const float *x, int T, int64_t cols);
 /* out[T, rows] = x · Wᵀ from the quantized x (xq of T rows of cols) and W (split layout).
- * R: output rows a thread block (2, 4 or 8; 0 picks the default); for measurements. */
+ * R: output rows a thread block (2, 4 or 8; 0 picks the measured best of the type and T);
+ * the results do not depend on it (a thread's columns and the reduction order do not). */
 void hy_cuda_mmvq(cudaStream_t st, float *out, const void *xq, const void *w, int qt,
                   int64_t rows, int64_t cols, int T, int R);
 
