@@ -47,10 +47,12 @@ if command -v pkg-config >/dev/null 2>&1; then
     need_pc sqlite3 libsqlite3-dev
     need_pc expat libexpat1-dev
     need_pc hiredis libhiredis-dev       # the Redis job queue (serve --queue, hymt worker)
+    need_pc libzip libzip-dev            # .docx (translate/docx.h)
+    need_pc libxml-2.0 libxml2-dev
 else
     missing="$missing libjansson-dev libonig-dev libutf8proc-dev"
     missing="$missing libcurl4-openssl-dev libssl-dev"
-    missing="$missing libsqlite3-dev libexpat1-dev libhiredis-dev"
+    missing="$missing libsqlite3-dev libexpat1-dev libhiredis-dev libzip-dev libxml2-dev"
 fi
 
 # tests

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "translate/doc.h"
+#include "translate/docx.h"
 #include "translate/format.h"
 
 #include <errno.h>
@@ -43,9 +44,11 @@ static const struct cli_cmd cmd = {
     "  --keep-lines               one output line per input line, blank lines in place:\n"
     "                             lines are never joined, and a line break the model\n"
     "                             writes inside a translation becomes a space\n"
-    "  --format F                 text, markdown, srt, vtt or html: markup, code, timings\n"
-    "                             and tags are kept, only the text is translated (default:\n"
-    "                             by the file's extension .md .srt .vtt .html, else text)\n"
+    "  --format F                 text, markdown, srt, vtt, html or docx: markup, code,\n"
+    "                             timings and tags are kept, only the text is translated\n"
+    "                             (default: by the file's extension .md .srt .vtt .html\n"
+    "                             .docx, else text); a .docx keeps its runs' formatting,\n"
+    "                             tables and images (write it with -o FILE.docx)\n"
     "  --glossary FILE            terms to use: CSV or TSV rows source,target (optionally\n"
     "                             source,target,source_lang,target_lang); a segment holding\n"
     "                             terms gets the terminology prompt (HY-MT1.5 models)\n"
@@ -180,11 +183,12 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
                          const char *path, const char *format, bool replace)
 {
     enum hy_format f = format ? HY_FORMAT_TEXT : hy_format_from_path(path);
-    if (format)
+    bool docx = format ? !strcmp(format, "docx") : hy_docx_is_path(path);
+    if (format && !docx)
         hy_format_from_name(format, &f, NULL); /* checked in parse_opts */
     size_t len = 0;
     char *text = read_input(path, &len);
-    if (text)
+    if (text && !docx) /* a .docx is a zip archive: its XML is checked inside */
         text = check_utf8(text, &len, path, replace);
     if (!text)
         return 1;
@@ -193,7 +197,8 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
     bool tty = isatty(2) && hy_log_level >= HY_LOG_INFO;
     o->progress = tty ? progress_bar : NULL;
     o->progress_ctx = (void *)path;
-    hy_status st = hy_format_doc_translate(e, tok, f, text, len, o, &r, &err);
+    hy_status st = docx ? hy_docx_doc_translate(e, tok, text, len, o, &r, &err)
+                        : hy_format_doc_translate(e, tok, f, text, len, o, &r, &err);
     free(text);
     if (st) {
         fprintf(stderr, "hymt translate: %s: %s\n", path, err.msg);
@@ -267,8 +272,8 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
                               "(--tm)");
     enum hy_format f;
     struct hy_err err = {{0}};
-    if (o->format && hy_format_from_name(o->format, &f, &err))
-        return cli_fail(&cmd, "--format: %s", err.msg);
+    if (o->format && strcmp(o->format, "docx") && hy_format_from_name(o->format, &f, &err))
+        return cli_fail(&cmd, "--format: %s (or docx)", err.msg);
     return cli_check_device_quant(&cmd, o->device, o->quant);
 }
 

@@ -81,4 +81,13 @@ hy_status hy_format_doc_translate(struct hy_engine *e, const struct hy_tok *tok,
                                   const struct hy_doc_opts *o, struct hy_doc_result *res,
                                   struct hy_err *err);
 
+/* The runs texts[0..n) through the engine as hy_format_doc_translate does with a format's
+ * runs (one document, a blank line between runs, keep_lines; with reflow a run's line
+ * breaks are soft and become spaces): outs and out_lens as hy_format_translate_fn's. For
+ * other containers of runs (docx.h). */
+hy_status hy_format_doc_runs(struct hy_engine *e, const struct hy_tok *tok,
+                             const struct hy_doc_opts *o, struct hy_doc_result *res, bool reflow,
+                             const char *const *texts, const size_t *lens, size_t n, char **outs,
+                             size_t *out_lens, struct hy_err *err);
+
 #endif

@@ -110,6 +110,16 @@ static hy_status translate_runs(void *ctx, const char *const *texts, const size_
     return st;
 }
 
+hy_status hy_format_doc_runs(struct hy_engine *e, const struct hy_tok *tok,
+                             const struct hy_doc_opts *o, struct hy_doc_result *res, bool reflow,
+                             const char *const *texts, const size_t *lens, size_t n, char **outs,
+                             size_t *out_lens, struct hy_err *err)
+{
+    struct job j = {e, tok, o, res, reflow};
+    memset(res, 0, sizeof *res);
+    return translate_runs(&j, texts, lens, n, outs, out_lens, err);
+}
+
 hy_status hy_format_doc_translate(struct hy_engine *e, const struct hy_tok *tok,
                                   enum hy_format f, const char *text, size_t len,
                                   const struct hy_doc_opts *o, struct hy_doc_result *res,

@@ -59,7 +59,7 @@ hy_status hy_prompt_chimera_user(const struct hy_lang *src, const struct hy_lang
             s++, n--;
         while (n && is_space(s[n - 1]))
             n--;
-        char num[16];
+        char num[32];
         snprintf(num, sizeof num, "\n%d. " FENCE, i + 1);
         puts0(buf, cap, &at, num);
         put(buf, cap, &at, s, n);
