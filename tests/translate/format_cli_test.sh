@@ -103,8 +103,8 @@ checks=$((checks + 1))
     >"$TMP/plain.out" 2>"$TMP/err" || fail "--format text: exit $?"
 [ "$(sed -n 2p "$TMP/plain.out")" != "00:00:01,000 --> 00:00:04,000" ] || fail "--format text still kept the timing"
 checks=$((checks + 1))
-"$HYMT" translate -m "$T" --to de --format docx "$TMP/doc.md" 2>"$TMP/err"
-[ $? = 2 ] && grep -q "unknown format 'docx'" "$TMP/err" || fail "--format docx not refused"
+"$HYMT" translate -m "$T" --to de --format pdf "$TMP/doc.md" 2>"$TMP/err"
+[ $? = 2 ] && grep -q "unknown format 'pdf'" "$TMP/err" || fail "--format pdf not refused"
 
 echo "$checks checks, $fails failed"
 [ "$fails" = 0 ]
