@@ -75,7 +75,7 @@ static bool name_ok(const char *s, size_t n)
 static hy_status add(struct hy_keys *t, const char *where, int line, const char *name,
                      const char *key, size_t key_n, const char *rate, struct hy_err *err)
 {
-    if (t->n == t->cap)
+    if (t->n == t->cap) /* the table holds a key a line, up to HY_KEYS_MAX */
         return hy_err_set(err, HY_E_INVAL, "%s: more than %d keys", where, HY_KEYS_MAX);
     struct key *k = &t->keys[t->n];
     memset(k, 0, sizeof *k);
@@ -163,14 +163,12 @@ static hy_status read_file(const char *path, char **out, size_t *len, struct hy_
     return HY_OK;
 }
 
-static hy_status load_file(struct hy_keys *t, const char *path, struct hy_err *err)
+/* Parses buf (len bytes, NUL-terminated, modified in place) into t. */
+static hy_status parse_file(struct hy_keys *t, const char *path, char *buf, size_t len,
+                            struct hy_err *err)
 {
-    size_t len = 0;
-    char *buf = NULL;
-    hy_status st = read_file(path, &buf, &len, err);
-    if (st)
-        return st;
-    int line = 0;
+    hy_status st = HY_OK;
+    int line = 0, before = t->n;
     for (char *p = buf; !st && p < buf + len;) {
         char *nl = memchr(p, '\n', (size_t)(buf + len - p));
         char *end = nl ? nl : buf + len;
@@ -184,9 +182,8 @@ static hy_status load_file(struct hy_keys *t, const char *path, struct hy_err *e
             st = parse_line(t, path, line, p, err);
         p = end + 1;
     }
-    if (!st && t->n == 0)
+    if (!st && t->n == before)
         st = hy_err_set(err, HY_E_INVAL, "--api-keys-file %s: no keys in it", path);
-    free(buf);
     return st;
 }
 
@@ -196,18 +193,34 @@ hy_status hy_keys_create(struct hy_keys **out, const char *file, const char *sin
     *out = NULL;
     if (!file && !single_key)
         return HY_OK;
+    char *buf = NULL;
+    size_t len = 0, lines = 0;
+    if (file) {
+        hy_status st = read_file(file, &buf, &len, err);
+        if (st)
+            return st;
+        for (size_t i = 0; i < len; i++)
+            lines += buf[i] == '\n';
+        lines++; /* the last line may have no newline */
+    }
+    /* the table's size: at most one key a line, plus --api-key's */
+    size_t cap = (lines < HY_KEYS_MAX ? lines : HY_KEYS_MAX) + (single_key ? 1 : 0);
     struct hy_keys *t = calloc(1, sizeof *t);
-    if (!t || !(t->keys = calloc(HY_KEYS_MAX, sizeof *t->keys))) {
+    if (!t || !(t->keys = calloc(cap, sizeof *t->keys))) {
         free(t);
+        free(buf);
         return hy_err_set(err, HY_E_NOMEM, "out of memory for the API keys");
     }
-    t->cap = HY_KEYS_MAX;
+    t->cap = (int)cap;
     pthread_mutex_init(&t->mu, NULL);
     hy_status st = HY_OK;
     if (single_key)
         st = add(t, "--api-key", 0, "default", single_key, strlen(single_key), NULL, err);
     if (!st && file)
-        st = load_file(t, file, err);
+        st = parse_file(t, file, buf, len, err);
+    if (buf)
+        OPENSSL_cleanse(buf, len);
+    free(buf);
     if (st) {
         hy_keys_destroy(t);
         return st;

@@ -49,6 +49,8 @@ printf 'alice %s 5/min extra\n' "$KA" >keys.bad; bad "keys.bad:1: 4 fields; expe
 printf 'alice\n' >keys.bad; bad "keys.bad:1: 1 field; expected NAME KEY [RATE]"
 printf 'alice %s\001x\n' "$KA" >keys.bad; bad "keys.bad:1: a control or non-ASCII byte (0x01)"
 printf '# nothing\n\n' >keys.bad; bad "--api-keys-file keys.bad: no keys in it"
+python3 -c "print(''.join('k%d key-%020d\\n' % (i, i) for i in range(4097)), end='')" >keys.bad
+bad "keys.bad:4097: more than 4096 keys"
 rm -f keys.bad; bad "--api-keys-file keys.bad: cannot read it: No such file"
 
 # ---- a server with three named keys, the single key and a metrics key ----
