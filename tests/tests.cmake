@@ -129,6 +129,11 @@ set_tests_properties(server_compat_test PROPERTIES LABELS server TIMEOUT 300)
 add_test(NAME server_chimera_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/chimera_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(server_chimera_test PROPERTIES LABELS server TIMEOUT 300)
+# /api/translate with "format": "docx" (issue 18 item 4): a base64 .docx in, the same
+# package out with only w:t text changed; 400s and 413.
+add_test(NAME server_docx_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/docx_api_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(server_docx_test PROPERTIES LABELS server TIMEOUT 300 SKIP_RETURN_CODE 77)
 
 # Load-time quantization (q8, q4, q4_0, q4_k, q6_k) vs the stored weights on the tiny
 # checkpoints (logit cosine, top-1 agreement): label model

@@ -586,6 +586,12 @@ bool hy_api_translate(struct hy_http_req *req)
     json_t *body = hy_http_body_json(req);
     if (!body)
         return true;
+    json_t *fmt = json_object_get(body, "format");
+    if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "docx")) {
+        bool r = hy_api_translate_docx(req, body); /* a Word document, in base64 */
+        json_decref(body);
+        return r;
+    }
     struct tr *t = tr_new(req);
     if (!t) {
         json_decref(body);

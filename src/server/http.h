@@ -215,6 +215,8 @@ void hy_loop_destroy(struct hy_server *s);
 /* Route handlers (api_*.c), run on a worker once the whole body has arrived; each returns
  * true when finished, or sets req->pump and returns false. */
 bool hy_api_translate(struct hy_http_req *req);
+/* /api/translate with "format": "docx" (api_docx.c), body parsed (borrowed). */
+bool hy_api_translate_docx(struct hy_http_req *req, json_t *body);
 bool hy_api_chat(struct hy_http_req *req);
 bool hy_api_completions(struct hy_http_req *req);
 bool hy_api_models(struct hy_http_req *req);

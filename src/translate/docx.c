@@ -302,14 +302,23 @@ static hy_status write_back(struct paras *ps, struct texts *x, struct hy_err *er
     return HY_OK;
 }
 
-/* Parses, translates and serializes document.xml (xml[0..n)) into *out (xmlFree). */
-static hy_status translate_xml(const char *xml, size_t n, hy_format_translate_fn fn, void *ctx,
-                               xmlChar **out, int *out_len, struct hy_err *err)
+/* An open package: the archive, its document part parsed, the paragraphs gathered. */
+struct hy_docx {
+    zip_source_t *src; /* the archive's bytes (libzip writes the new one here) */
+    zip_t *z;
+    zip_int64_t idx;   /* word/document.xml */
+    xmlDoc *doc;
+    struct paras ps;
+    struct texts x;
+};
+
+/* Parses document.xml (xml[0..n)) into d and gathers its paragraphs. */
+static hy_status parse_xml(struct hy_docx *d, const char *xml, size_t n, struct hy_err *err)
 {
     pthread_once(&xml_once, xml_init);
-    xmlDoc *doc = xmlReadMemory(xml, (int)n, DOC_PART, NULL,
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-    if (!doc) {
+    d->doc = xmlReadMemory(xml, (int)n, DOC_PART, NULL,
+                           XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (!d->doc) {
         const xmlError *e = xmlGetLastError();
         char msg[160] = "?";
         if (e && e->message)
@@ -318,37 +327,17 @@ static hy_status translate_xml(const char *xml, size_t n, hy_format_translate_fn
         return hy_err_set(err, HY_E_FORMAT, DOC_PART ": not well-formed XML (line %d: %s)",
                           e ? e->line : 0, msg);
     }
-    hy_status st = HY_OK;
-    struct paras ps = {0};
-    struct texts x = {0};
-    if (doc->intSubset || doc->extSubset) /* no DTD: no entity expansion, no XXE */
-        st = hy_err_set(err, HY_E_FORMAT, DOC_PART ": a DTD, which a .docx part never holds");
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!st && (!root || !is_w(root, "document")))
-        st = hy_err_set(err, HY_E_FORMAT, DOC_PART ": the root is not w:document");
-    if (!st) {
-        walk(&ps, root, 0);
-        for (size_t i = 0; i < ps.n; i++) /* offsets into the pool, now that it stays */
-            ps.p[i].t = ps.pool + (uintptr_t)ps.p[i].t;
-        if (ps.nomem)
-            st = hy_err_set(err, HY_E_NOMEM, "out of memory");
-    }
-    if (!st)
-        st = gather(&ps, &x, err);
-    if (!st && x.n_tr)
-        st = fn(ctx, x.trimmed, x.tr_len, x.n_tr, x.outs, x.out_lens, err);
-    if (!st)
-        st = write_back(&ps, &x, err);
-    if (!st) {
-        xmlDocDumpMemoryEnc(doc, out, out_len, "UTF-8");
-        if (!*out)
-            st = hy_err_set(err, HY_E_NOMEM, "out of memory writing " DOC_PART);
-    }
-    texts_free(&x, ps.n, ps.n_pool);
-    free(ps.p);
-    free(ps.pool);
-    xmlFreeDoc(doc);
-    return st;
+    if (d->doc->intSubset || d->doc->extSubset) /* no DTD: no entity expansion, no XXE */
+        return hy_err_set(err, HY_E_FORMAT, DOC_PART ": a DTD, which a .docx part never holds");
+    xmlNode *root = xmlDocGetRootElement(d->doc);
+    if (!root || !is_w(root, "document"))
+        return hy_err_set(err, HY_E_FORMAT, DOC_PART ": the root is not w:document");
+    walk(&d->ps, root, 0);
+    for (size_t i = 0; i < d->ps.n; i++) /* offsets into the pool, now that it stays */
+        d->ps.p[i].t = d->ps.pool + (uintptr_t)d->ps.p[i].t;
+    if (d->ps.nomem)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    return gather(&d->ps, &d->x, err);
 }
 
 /* Reads part idx (declared size, at most HY_DOCX_MAX_XML, checked while reading). */
@@ -422,63 +411,137 @@ static hy_status take_output(zip_source_t *src, void **out, size_t *out_len, str
     return HY_OK;
 }
 
-hy_status hy_docx_translate(const void *data, size_t len, hy_format_translate_fn fn, void *ctx,
-                            void **out, size_t *out_len, struct hy_err *err)
+void hy_docx_close(struct hy_docx *d)
+{
+    if (!d)
+        return;
+    texts_free(&d->x, d->ps.n, d->ps.n_pool);
+    free(d->ps.p);
+    free(d->ps.pool);
+    xmlFreeDoc(d->doc);
+    if (d->z)
+        zip_discard(d->z);
+    zip_source_free(d->src);
+    free(d);
+}
+
+hy_status hy_docx_open(struct hy_docx **out, const void *data, size_t len, struct hy_err *err)
 {
     *out = NULL;
-    *out_len = 0;
     if ((long long)len > HY_DOCX_MAX_BYTES)
         return hy_err_set(err, HY_E_RANGE, "the .docx file is %zu bytes; the limit is %lld", len,
                           HY_DOCX_MAX_BYTES);
-    zip_error_t ze;
-    zip_error_init(&ze);
+    struct hy_docx *d = calloc(1, sizeof *d);
     /* a private copy: libzip writes the new archive into the source's buffer */
     void *copy = malloc(len ? len : 1);
-    if (copy && len)
+    zip_error_t ze;
+    zip_error_init(&ze);
+    if (d && copy && len)
         memcpy(copy, data, len);
-    zip_source_t *src = copy ? zip_source_buffer_create(copy, len, 1, &ze) : NULL;
-    if (!src) {
+    if (d && copy)
+        d->src = zip_source_buffer_create(copy, len, 1, &ze);
+    if (!d || !d->src) {
         free(copy);
+        free(d);
         zip_error_fini(&ze);
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     }
-    zip_source_keep(src);
-    zip_t *z = zip_open_from_source(src, ZIP_CHECKCONS, &ze);
-    if (!z) /* not taken: both references are still ours */
-        zip_source_free(src);
-    hy_status st = z ? HY_OK
-                     : hy_err_set(err, HY_E_FORMAT, "not a .docx file (a zip archive): %s",
-                                  zip_error_strerror(&ze));
-    zip_int64_t idx = -1;
+    zip_source_keep(d->src); /* ours, to read the new archive from after zip_close */
+    d->z = zip_open_from_source(d->src, ZIP_CHECKCONS, &ze);
+    if (!d->z) /* not taken: both references are still ours */
+        zip_source_free(d->src);
+    hy_status st = d->z ? HY_OK
+                        : hy_err_set(err, HY_E_FORMAT, "not a .docx file (a zip archive): %s",
+                                     zip_error_strerror(&ze));
+    zip_error_fini(&ze);
     char *xml = NULL;
     size_t n = 0;
+    if (!st)
+        st = check_archive(d->z, &d->idx, err);
+    if (!st)
+        st = read_part(d->z, d->idx, &xml, &n, err);
+    if (!st)
+        st = parse_xml(d, xml, n, err);
+    free(xml);
+    if (st) {
+        hy_docx_close(d);
+        return st;
+    }
+    *out = d;
+    return HY_OK;
+}
+
+size_t hy_docx_texts(const struct hy_docx *d, const char *const **texts, const size_t **lens)
+{
+    *texts = d->x.trimmed;
+    *lens = d->x.tr_len;
+    return d->x.n_tr;
+}
+
+hy_status hy_docx_finish(struct hy_docx *d, const char *const *outs, const size_t *out_lens,
+                         void **out, size_t *out_len, struct hy_err *err)
+{
+    *out = NULL;
+    *out_len = 0;
+    for (size_t j = 0; j < d->x.n_tr; j++) { /* copies: write_back reads them from x */
+        free(d->x.outs[j]);
+        d->x.outs[j] = NULL;
+        if (!outs[j])
+            continue;
+        if (!(d->x.outs[j] = malloc(out_lens[j] ? out_lens[j] : 1)))
+            return hy_err_set(err, HY_E_NOMEM, "out of memory");
+        memcpy(d->x.outs[j], outs[j], out_lens[j]);
+        d->x.out_lens[j] = out_lens[j];
+    }
+    hy_status st = write_back(&d->ps, &d->x, err);
     xmlChar *nx = NULL;
     int nn = 0;
-    if (!st)
-        st = check_archive(z, &idx, err);
-    if (!st)
-        st = read_part(z, idx, &xml, &n, err);
-    if (!st)
-        st = translate_xml(xml, n, fn, ctx, &nx, &nn, err);
+    if (!st) {
+        xmlDocDumpMemoryEnc(d->doc, &nx, &nn, "UTF-8");
+        if (!nx)
+            st = hy_err_set(err, HY_E_NOMEM, "out of memory writing " DOC_PART);
+    }
     zip_source_t *part = NULL;
-    if (!st && !(part = zip_source_buffer(z, nx, (zip_uint64_t)nn, 0)))
+    if (!st && !(part = zip_source_buffer(d->z, nx, (zip_uint64_t)nn, 0)))
         st = hy_err_set(err, HY_E_NOMEM, "out of memory");
-    if (!st && zip_file_replace(z, (zip_uint64_t)idx, part, 0) < 0) {
+    if (!st && zip_file_replace(d->z, (zip_uint64_t)d->idx, part, 0) < 0) {
         zip_source_free(part);
-        st = hy_err_set(err, HY_E_IO, "cannot replace " DOC_PART ": %s", zip_strerror(z));
+        st = hy_err_set(err, HY_E_IO, "cannot replace " DOC_PART ": %s", zip_strerror(d->z));
     }
-    if (z && !st && zip_close(z) < 0) {
-        st = hy_err_set(err, HY_E_IO, "cannot write the new archive: %s", zip_strerror(z));
-        zip_discard(z);
-    } else if (z && st) {
-        zip_discard(z);
-    }
+    if (!st && zip_close(d->z) < 0)
+        st = hy_err_set(err, HY_E_IO, "cannot write the new archive: %s", zip_strerror(d->z));
+    else if (!st)
+        d->z = NULL; /* closed: the new archive is in d->src */
     if (!st)
-        st = take_output(src, out, out_len, err);
-    zip_source_free(src);
-    zip_error_fini(&ze);
-    free(xml);
+        st = take_output(d->src, out, out_len, err);
     xmlFree(nx);
+    return st;
+}
+
+hy_status hy_docx_translate(const void *data, size_t len, hy_format_translate_fn fn, void *ctx,
+                            void **out, size_t *out_len, struct hy_err *err)
+{
+    struct hy_docx *d = NULL;
+    *out = NULL;
+    *out_len = 0;
+    hy_status st = hy_docx_open(&d, data, len, err);
+    if (!st && d->x.n_tr)
+        st = fn(ctx, d->x.trimmed, d->x.tr_len, d->x.n_tr, d->x.outs, d->x.out_lens, err);
+    if (!st) { /* finish copies the outputs: hand it the ones fn made, then free those */
+        size_t n = d->x.n_tr;
+        char **outs = d->x.outs;
+        size_t *lens = d->x.out_lens;
+        d->x.outs = calloc(n ? n : 1, sizeof *d->x.outs);
+        d->x.out_lens = calloc(n ? n : 1, sizeof *d->x.out_lens);
+        st = d->x.outs && d->x.out_lens
+                 ? hy_docx_finish(d, (const char *const *)outs, lens, out, out_len, err)
+                 : hy_err_set(err, HY_E_NOMEM, "out of memory");
+        for (size_t j = 0; j < n; j++)
+            free(outs[j]);
+        free(outs);
+        free(lens);
+    }
+    hy_docx_close(d);
     return st;
 }
 
@@ -489,14 +552,45 @@ bool hy_docx_available(void)
     return false;
 }
 
+#define NO_DOCX ".docx needs a build with libzip and libxml2 (apt-get install libzip-dev " \
+                "libxml2-dev, then rebuild)"
+
+hy_status hy_docx_open(struct hy_docx **out, const void *data, size_t len, struct hy_err *err)
+{
+    (void)data, (void)len;
+    *out = NULL;
+    return hy_err_set(err, HY_E_UNSUPPORTED, NO_DOCX);
+}
+
+size_t hy_docx_texts(const struct hy_docx *d, const char *const **texts, const size_t **lens)
+{
+    (void)d;
+    *texts = NULL;
+    *lens = NULL;
+    return 0;
+}
+
+hy_status hy_docx_finish(struct hy_docx *d, const char *const *outs, const size_t *out_lens,
+                         void **out, size_t *out_len, struct hy_err *err)
+{
+    (void)d, (void)outs, (void)out_lens;
+    *out = NULL;
+    *out_len = 0;
+    return hy_err_set(err, HY_E_UNSUPPORTED, NO_DOCX);
+}
+
+void hy_docx_close(struct hy_docx *d)
+{
+    (void)d;
+}
+
 hy_status hy_docx_translate(const void *data, size_t len, hy_format_translate_fn fn, void *ctx,
                             void **out, size_t *out_len, struct hy_err *err)
 {
     (void)data, (void)len, (void)fn, (void)ctx;
     *out = NULL;
     *out_len = 0;
-    return hy_err_set(err, HY_E_UNSUPPORTED, ".docx needs a build with libzip and libxml2 "
-                      "(apt-get install libzip-dev libxml2-dev, then rebuild)");
+    return hy_err_set(err, HY_E_UNSUPPORTED, NO_DOCX);
 }
 
 #endif

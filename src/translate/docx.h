@@ -43,6 +43,18 @@ bool hy_docx_is_path(const char *path);
 hy_status hy_docx_translate(const void *data, size_t len, hy_format_translate_fn fn, void *ctx,
                             void **out, size_t *out_len, struct hy_err *err);
 
+/* The same in steps, for a caller that translates the texts itself (the server's job):
+ * open checks and parses the package; texts lists the paragraphs' trimmed texts (borrowed
+ * from d, in document order); finish writes outs[i] (out_lens[i] bytes, copied; NULL keeps
+ * the paragraph) back and makes the new package (*out malloc'd), once; close frees d
+ * (NULL is fine). */
+struct hy_docx;
+hy_status hy_docx_open(struct hy_docx **d, const void *data, size_t len, struct hy_err *err);
+size_t hy_docx_texts(const struct hy_docx *d, const char *const **texts, const size_t **lens);
+hy_status hy_docx_finish(struct hy_docx *d, const char *const *outs, const size_t *out_lens,
+                         void **out, size_t *out_len, struct hy_err *err);
+void hy_docx_close(struct hy_docx *d);
+
 /* The engine path: the paragraphs go through hy_format_doc_runs (format.h) with o, the
  * new package is written to o->write once, whole. */
 hy_status hy_docx_doc_translate(struct hy_engine *e, const struct hy_tok *tok, const void *data,
