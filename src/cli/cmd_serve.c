@@ -8,6 +8,7 @@
 #include "cli/engine_opts.h"
 #include "cli/commands.h"
 #include "cli/load.h"
+#include "cli/queue_front.h"
 #include "core/globals.h"
 #include "core/log.h"
 #include "server/server.h"
@@ -203,36 +204,22 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
                      const struct hy_engine_params *ep, const sigset_t *set)
 {
     struct hy_err err = {{0}};
-    struct hy_queue_opts qo = {.result_ttl_s = o->result_ttl, .capacity = ep->max_queue,
-                               .vocab = 1 << 24}; /* ids past the tokenizer's are skipped
-                                                   * by the detokenizer, as from a wide head */
-    struct hy_queue_client *qc = NULL;
-    struct hy_engine *e = NULL;
-    struct hy_tok *tok = NULL;
+    struct cli_queue_front qf;
     struct hy_server *srv = NULL;
-    struct hy_engine_params fp = *ep;
-    fp.max_running = ep->max_queue; /* any job in flight may have news (doc.h's window) */
-    hy_status st = hy_queue_url_parse(o->queue, &qo.url, &err);
-    if (!st)
-        st = hy_tok_load(&tok, o->model, &err);
-    if (!st)
-        st = hy_queue_client_create(&qc, &qo, &err);
-    if (!st)
-        st = hy_engine_create_remote(&e, hy_queue_client_iface(), qc, &fp, &err);
+    hy_status st = cli_queue_front_open(&qf, o->queue, o->model, ep, o->result_ttl, &err);
     cfg->available = queue_available;
     cfg->metrics_extra = queue_metrics;
-    cfg->hooks_ctx = qc;
+    cfg->hooks_ctx = qf.qc;
     if (!st)
         st = hy_server_create(&srv, cfg, &err);
     if (!st)
-        st = hy_server_set_engine(srv, e, tok, &err);
+        st = hy_server_set_engine(srv, qf.e, qf.tok, &err);
     int rc = 0;
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
         rc = 1;
     } else {
-        HY_LOGI("serve: front end of redis://%s:%d/%d (jobs for hymt worker)", qo.url.host,
-                qo.url.port, qo.url.db);
+        HY_LOGI("serve: front end of %s (jobs for hymt worker)", qf.where);
         HY_LOGI("serve: ready: model %s, %s://%s:%d/", cfg->model_name,
                 cfg->tls_cert ? "https" : "http", cfg->host, hy_server_port(srv));
         wait_for_stop(set);
@@ -240,9 +227,7 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
         HY_LOGI("serve: stopped (%d request(s) cancelled at the drain limit)", left);
     }
     hy_server_destroy(srv);
-    hy_engine_destroy(e);
-    hy_queue_client_destroy(qc);
-    hy_tok_destroy(tok);
+    cli_queue_front_close(&qf);
     return rc;
 }
 #endif

@@ -6,6 +6,7 @@
 #include "cli/engine_opts.h"
 #include "cli/commands.h"
 #include "cli/load.h"
+#include "cli/queue_front.h"
 #include "core/clock.h"
 #include "core/globals.h"
 #include "core/log.h"
@@ -65,6 +66,9 @@ static const struct cli_cmd cmd = {
     "                             detected source; --temp etc. apply to the fusion)\n"
     "  --ensemble K               candidates per segment, 2..6 (default 6 with --chimera)\n"
     "  --timeout SEC              give up on a segment after SEC seconds (its original stays)\n"
+    "  --queue redis://HOST[:PORT][/DB]\n"
+    "                             no local model: the segments become jobs for the\n"
+    "                             `hymt worker`s on that Redis (only -m's tokenizer is read)\n"
     "  --replace-invalid          replace invalid UTF-8 in the input instead of failing\n"
     HY_CLI_KV_USAGE
     "  --max-running N            segments decoded together (default 16; 64 on a GPU)\n"
@@ -81,7 +85,7 @@ static const struct cli_cmd cmd = {
 
 struct tr_opts {
     const char *model, *to, *from, *out, *device, *quant, *glossary, *format, *tm, *kv_type;
-    const char *chimera;
+    const char *chimera, *queue;
     int64_t threads, top_k, seed, max_seg, max_new, context, ensemble;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
@@ -251,6 +255,7 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"tm", CLI_STR, &o->tm, 0, 0, false},
         {"context", CLI_INT, &o->context, 0, 16, false},
         {"chimera", CLI_STR, &o->chimera, 0, 0, false},
+        {"queue", CLI_STR, &o->queue, 0, 0, false},
         {"ensemble", CLI_INT, &o->ensemble, HY_DOC_MIN_ENSEMBLE, HY_DOC_MAX_ENSEMBLE, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
@@ -328,8 +333,20 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     if (cli_engine_params(&cmd, &eng, &ep))
         return 2;
     struct cli_stack stk;
-    hy_status st = cli_stack_load(&stk, o->model, o->chimera, o->device, (int)o->threads,
-                                  o->quant, o->fp8_gemm, o->kv_type, &eng, &ep, &err);
+    memset(&stk, 0, sizeof stk);
+    struct cli_queue_front qf = {0};
+    hy_status st = HY_OK;
+    if (o->queue && o->chimera)
+        st = hy_err_set(&err, HY_E_INVAL, "--chimera runs locally: not with --queue");
+    else if (o->queue) /* the segments become jobs for the queue's workers */
+        st = cli_queue_front_open(&qf, o->queue, o->model, &ep, 0, &err);
+    else
+        st = cli_stack_load(&stk, o->model, o->chimera, o->device, (int)o->threads, o->quant,
+                            o->fp8_gemm, o->kv_type, &eng, &ep, &err);
+    if (!st && o->queue) {
+        stk.e = qf.e;
+        stk.tok = qf.tok;
+    }
     int rc = 1;
     if (st) {
         fprintf(stderr, "hymt translate: %s\n", err.msg);
@@ -352,6 +369,10 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
                 rc = 1;
             }
         }
+    }
+    if (o->queue) {
+        cli_queue_front_close(&qf);
+        return rc;
     }
     cli_stack_free(&stk);
     return rc;

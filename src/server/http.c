@@ -431,6 +431,9 @@ static const struct route routes[] = {
     {"/v2/translate", HY_ROUTE_DEEPL_TRANSLATE, "POST", true, true, hy_api_deepl_translate},
     {"/v2/languages", HY_ROUTE_DEEPL_LANGUAGES, "GET", false, true, hy_api_deepl_languages},
     {"/openapi.json", HY_ROUTE_OPENAPI, "GET", false, false, hy_api_openapi},
+    {"/v1/documents", HY_ROUTE_DOCUMENTS, "POST", true, true, hy_api_documents_post},
+    /* a {name} part matches one non-empty path segment */
+    {"/v1/documents/{id}", HY_ROUTE_DOCUMENTS, "GET", false, true, hy_api_documents_get},
 };
 
 const char *hy_server_route(size_t i, const char **method)
@@ -453,10 +456,21 @@ static enum hy_http_errors errors_of(enum hy_route r)
     }
 }
 
+/* path matches pattern: equal, or equal up to a trailing "{name}" that stands for one
+ * non-empty segment (no '/'). */
+static bool path_match(const char *pattern, const char *path)
+{
+    const char *brace = strchr(pattern, '{');
+    if (!brace)
+        return !strcmp(pattern, path);
+    size_t n = (size_t)(brace - pattern);
+    return !strncmp(pattern, path, n) && path[n] && !strchr(path + n, '/');
+}
+
 static const struct route *find_route(const char *path)
 {
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (!strcmp(routes[i].path, path))
+        if (path_match(routes[i].path, path))
             return &routes[i];
     return NULL;
 }

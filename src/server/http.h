@@ -58,6 +58,7 @@ struct hy_server {
     struct hy_work *work;
     pthread_mutex_t idle_mu; /* drain waits on idle_cv for active == 0 */
     pthread_cond_t idle_cv;
+    struct hy_docs *docs; /* POST /v1/documents (api_documents.c) */
 };
 
 /* A growable byte buffer (bodies, responses, streamed text). */
@@ -231,6 +232,14 @@ bool hy_api_libre_languages(struct hy_http_req *req);
 bool hy_api_deepl_translate(struct hy_http_req *req);
 bool hy_api_deepl_languages(struct hy_http_req *req);
 bool hy_api_openapi(struct hy_http_req *req);
+bool hy_api_documents_post(struct hy_http_req *req);
+bool hy_api_documents_get(struct hy_http_req *req);
+
+/* ---- documents as jobs (api_documents.c): their table and threads ---- */
+struct hy_docs;
+hy_status hy_docs_create(struct hy_docs **out, struct hy_server *s, struct hy_err *err);
+/* After the server's workers stopped (aborting set): running documents stop. */
+void hy_docs_destroy(struct hy_docs *d);
 
 
 #endif

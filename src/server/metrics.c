@@ -29,6 +29,7 @@ static const char *const routes[HY_ROUTE_COUNT] = {"/",
                                                    "/v2/translate",
                                                    "/v2/languages",
                                                    "/openapi.json",
+                                                   "/v1/documents",
                                                    "other"};
 
 const char *hy_metrics_route_name(enum hy_route r)

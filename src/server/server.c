@@ -56,6 +56,8 @@ hy_status hy_server_create(struct hy_server **out, const struct hy_server_config
     if (!st)
         st = hy_work_create(&s->work, s->cfg.workers, err);
     if (!st)
+        st = hy_docs_create(&s->docs, s, err);
+    if (!st)
         st = hy_loop_create(s, err);
     if (st) {
         hy_server_destroy(s);
@@ -137,6 +139,7 @@ void hy_server_destroy(struct hy_server *s)
         hy_loop_destroy(s); /* closes the connections, then stops the workers */
     else
         hy_work_destroy(s->work);
+    hy_docs_destroy(s->docs);
     hy_metrics_deinit(&s->metrics);
     hy_keys_destroy(s->keys);
     pthread_cond_destroy(&s->idle_cv);

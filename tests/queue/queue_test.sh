@@ -161,6 +161,46 @@ for w in a b c; do
     [ "${t:-0}" -gt 0 ] || fail "worker $w took no job"
 done
 
+# ---- documents as jobs: POST /v1/documents, GET /v1/documents/ID; hymt translate --queue ----
+phase "documents"
+python3 -c "
+import json
+t = '\n'.join('Line %d of the document, with a few words.' % i for i in range(60))
+print(json.dumps({'text': t, 'target_lang': 'de', 'temperature': 0, 'keep_lines': True}))" >"$TMP/doc.json"
+for w in a b c; do eval "d0_$w=$(metric "http://127.0.0.1:$(wport $w)" 'hymt_worker_jobs_total{event="completed"}')"; done
+# doc_run BASE OUT: POST the document, poll GET until it is done, the last answer into OUT
+doc_run() {
+    code=$(curl -s "$1/v1/documents" -d @"$TMP/doc.json" -o "$TMP/doc.post" -w '%{http_code}')
+    [ "$code" = 202 ] || { fail "POST /v1/documents on $1: HTTP $code"; return; }
+    id=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$TMP/doc.post")
+    i=0
+    until curl -s "$1/v1/documents/$id" >"$2" && grep -q '"status":"done"' "$2"; do
+        i=$((i + 1)); [ $i -gt 300 ] && { fail "the document never finished: $(cut -c1-300 "$2")"; break; }
+        sleep 0.1
+    done
+}
+doc_run "$F" "$TMP/doc.get"
+doc_run "$L" "$TMP/doc.ref"
+python3 - "$TMP/doc.get" "$TMP/doc.ref" <<'PY' || fail "the document's translation differs from one hymt serve's"
+import json, sys
+g, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("document: %d/%d segments, %d failed" % (g["segments_done"], g["segments_total"], g["segments_failed"]))
+sys.exit(0 if g["translation"] == r["translation"] and g["segments_total"] == r["segments_total"] == 60 else 1)
+PY
+used=0
+for w in a b c; do
+    eval "d0=\$d0_$w"
+    [ "$(metric "http://127.0.0.1:$(wport $w)" 'hymt_worker_jobs_total{event="completed"}')" -gt "$d0" ] && used=$((used + 1))
+done
+echo "document: its segments ran on $used of 3 workers"
+[ $used -ge 2 ] || fail "the document's segments did not spread over the workers"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$F/v1/documents/doc-000000000000000000000000")
+[ "$code" = 404 ] || fail "an unknown document: HTTP $code"
+python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$TMP/doc.json" >"$TMP/doc.txt"
+"$HYMT" translate -m "$M" --to de --greedy --queue "$URL" "$TMP/doc.txt" >"$TMP/tq.out" 2>"$TMP/tq.err" || fail "translate --queue: $(tail -2 "$TMP/tq.err")"
+"$HYMT" translate -m "$M" --to de --greedy --threads 1 "$TMP/doc.txt" >"$TMP/tl.out" 2>/dev/null
+cmp -s "$TMP/tq.out" "$TMP/tl.out" || fail "hymt translate --queue differs from hymt translate"
+
 # ---- 5b. cancellation reaches the worker ----
 phase "5b. cancellation reaches the worker"
 c0=0
