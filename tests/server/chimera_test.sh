@@ -132,7 +132,9 @@ py nosrc "'source language' in j['error']['message']"
 checks=$((checks + 1))
 [ "$(metric hymt_kv_blocks_capacity)" = "$blocks0" ] && [ -n "$blocks0" ] ||
     fail "KV pool changed: $blocks0 -> $(metric hymt_kv_blocks_capacity)"
-kill $PID; wait $PID 2>/dev/null
+checks=$((checks + 1)) # a clean stop (under ASan a leak would make the status non-zero)
+kill $PID; wait $PID; rc=$?
+[ $rc = 0 ] || { fail "server a exited $rc after SIGTERM"; tail -20 "$TMP/a.log"; }
 
 start b
 curl -s "$U/v1/models" >"$TMP/models.body"
