@@ -11,7 +11,7 @@
 // the download of its translation, the error on an over-long text (413, server's message),
 // the demo banner, no external requests, no page errors, a phone-sized layout. Screenshots
 // go to --out. Prints one line per check and "N passed, N failed"; exit 1 on any failure.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -277,6 +277,34 @@ async function desktop(browser, base) {
   check('download = shown translation', fs.readFileSync(dlPath, 'utf8') === outDoc, `${outDoc.length} chars`);
   if (stub) check('paragraph structure kept', outDoc.split('\n\n').length === docText.trim().split('\n\n').length);
   await page.screenshot({ path: path.join(outDir, 'document.png') });
+
+  if (!stub) {
+    // A Word document: sent whole (format docx), the translated .docx downloaded back; the
+    // best-quality switch stays hidden (this server has no --chimera).
+    check('no best-quality switch without --chimera', await page.isHidden('#best-box'));
+    const mk = spawnSync('python3', ['-c', `
+import io, sys, zipfile
+W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+b = io.BytesIO()
+with zipfile.ZipFile(b, 'w', zipfile.ZIP_DEFLATED) as z:
+    z.writestr('word/document.xml', f'<w:document {W}><w:body><w:p><w:r><w:t>The weather is nice today.</w:t></w:r></w:p></w:body></w:document>')
+    z.writestr('word/styles.xml', 'styles')
+sys.stdout.buffer.write(b.getvalue())`]);
+    const chooser2P = page.waitForEvent('filechooser');
+    await page.click('#upload');
+    await (await chooser2P).setFiles({ name: 'letter.docx', mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', buffer: mk.stdout });
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state) && /letter/.test(document.getElementById('doc').textContent), null, { timeout: 120000 });
+    const errD = await page.isVisible('#error') ? await page.textContent('#error') : '';
+    check('.docx translated', await page.getAttribute('body', 'data-state') === 'done' && /1 paragraphs/.test(await page.textContent('#out')), errD || await page.textContent('#out'));
+    const dl2P = page.waitForEvent('download');
+    await page.click('#download');
+    const dl2 = await dl2P;
+    const dl2Path = path.join(outDir, 'download-' + dl2.suggestedFilename());
+    await dl2.saveAs(dl2Path);
+    const chk = spawnSync('python3', ['-c', 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); ' +
+      'assert z.read("word/styles.xml") == b"styles" and b"<w:t>" in z.read("word/document.xml")', dl2Path]);
+    check('.docx downloaded as a .docx', dl2.suggestedFilename() === 'letter.de.docx' && chk.status === 0, dl2.suggestedFilename() + ' ' + chk.stderr);
+  }
 
   // Over-long text: the counter warns, the server's 413 message is shown.
   await page.click('#clear');
