@@ -78,8 +78,10 @@ async function startServer() {
     port = await freePort();
     const logPath = path.join(outDir, 'serve.log');
     const log = fs.openSync(logPath, 'w');
-    child = spawn(hymtBin, ['serve', '-m', demo, '--host', '127.0.0.1', '--port', String(port),
-      '--max-chars', String(MAX_CHARS)], { stdio: ['ignore', log, log] });
+    // The same checkpoint as the Chimera model too (its weights shared): the page's
+    // best-quality switch shows.
+    child = spawn(hymtBin, ['serve', '-m', demo, '--chimera', demo, '--host', '127.0.0.1',
+      '--port', String(port), '--max-chars', String(MAX_CHARS)], { stdio: ['ignore', log, log] });
     child.on('exit', (c, s) => { if (!stopping) console.log(`hymt serve exited (${c ?? s}); log: ${logPath}`); });
   }
   const base = `http://127.0.0.1:${port}/`;
@@ -279,9 +281,21 @@ async function desktop(browser, base) {
   await page.screenshot({ path: path.join(outDir, 'document.png') });
 
   if (!stub) {
-    // A Word document: sent whole (format docx), the translated .docx downloaded back; the
-    // best-quality switch stays hidden (this server has no --chimera).
-    check('no best-quality switch without --chimera', await page.isHidden('#best-box'));
+    // The best-quality switch (the server runs with --chimera): on, a translation asks for
+    // the ensemble and is answered.
+    check('best-quality switch shown with --chimera', await page.isVisible('#best-box'));
+    await page.click('#clear');
+    await page.check('#best');
+    await page.fill('#src-text', 'The weather is nice today.');
+    const reqP = page.waitForRequest((r) => r.url().endsWith('/api/translate'));
+    await page.click('#translate');
+    const body = JSON.parse((await reqP).postData() || '{}');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
+    const errB = await page.isVisible('#error') ? await page.textContent('#error') : '';
+    check('best quality sends ensemble 6', body.ensemble === 6, JSON.stringify(body).slice(0, 200));
+    check('best quality answered', await page.getAttribute('body', 'data-state') === 'done' && (await page.textContent('#out')).length > 0, errB);
+    await page.uncheck('#best');
+    // A Word document: sent whole (format docx), the translated .docx downloaded back.
     const mk = spawnSync('python3', ['-c', `
 import io, sys, zipfile
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
