@@ -2,7 +2,8 @@
 # gpu_chimera.sh [OUT=$OUT]: --chimera on the GPU machine (issue 18 item 1), after
 # `STAGES="build" sh bench/gpu.sh` built $B (default /tmp/build-gpu; target hymt):
 #  - the 7b preset (random weights, Hunyuan-MT-7B shapes, /tmp/hy7b) as the model and as
-#    Chimera: every tensor shared ("weights shared ... 291 of 291 tensors"), the second
+#    Chimera: every tensor shared ("weights shared ... 355 of 355 tensors": 3 + 11 x 32
+#    layers), the second
 #    engine's "device memory: weights" line near 0 GiB, one KV budget from
 #    --gpu-memory-fraction split 2/3 : 1/3 ("chimera: one KV budget"); an ensemble of 6 on
 #    a short text (exit 0, fused segments counted);
