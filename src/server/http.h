@@ -234,6 +234,7 @@ bool hy_api_deepl_languages(struct hy_http_req *req);
 bool hy_api_openapi(struct hy_http_req *req);
 bool hy_api_documents_post(struct hy_http_req *req);
 bool hy_api_documents_get(struct hy_http_req *req);
+bool hy_api_detect(struct hy_http_req *req);
 
 /* ---- documents as jobs (api_documents.c): their table and threads ---- */
 struct hy_docs;

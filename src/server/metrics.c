@@ -30,6 +30,7 @@ static const char *const routes[HY_ROUTE_COUNT] = {"/",
                                                    "/v2/languages",
                                                    "/openapi.json",
                                                    "/v1/documents",
+                                                   "/detect",
                                                    "other"};
 
 const char *hy_metrics_route_name(enum hy_route r)

@@ -31,6 +31,7 @@ enum hy_route {
     HY_ROUTE_DEEPL_LANGUAGES,
     HY_ROUTE_OPENAPI,
     HY_ROUTE_DOCUMENTS, /* POST /v1/documents, GET /v1/documents/{id} */
+    HY_ROUTE_DETECT, /* LibreTranslate's POST /detect */
     HY_ROUTE_OTHER,
     HY_ROUTE_COUNT
 };

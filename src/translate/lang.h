@@ -2,9 +2,12 @@
  * The table is const and in README order; entries are never copied, callers keep the
  * returned pointers for the life of the program. hy_lang_find resolves codes, English,
  * Chinese and native names and common aliases (zh-TW, fil, iw, farsi, 英文, ...).
- * hy_lang_detect guesses the source language from Unicode scripts and returns NULL when
- * the script does not decide it (Latin, plain Cyrillic or Arabic, Devanagari without
- * Marathi letters), so that the caller uses the prompt that needs no source name.
+ * hy_lang_detect guesses the source language from the text: the script decides where one
+ * language uses it, character n-gram profiles (lang_ngram.h) decide among the languages
+ * sharing Latin, Cyrillic, Arabic, Devanagari or Han script, Cantonese-only characters mark
+ * yue. NULL when the text has no letters or no script makes most of it, so that the caller
+ * uses the prompt that needs no source name. hy_lang_detect_ranked gives the candidates
+ * with confidences.
  * Pure functions over const data: thread-safe, no allocation, no errors beyond NULL. */
 #ifndef HY_TRANSLATE_LANG_H
 #define HY_TRANSLATE_LANG_H
@@ -61,8 +64,22 @@ const struct hy_lang *hy_lang_find(const char *name);
 size_t hy_lang_list(char *buf, size_t cap);
 
 /* Guesses the language of len bytes of text (invalid UTF-8 tolerated) from the first
- * HY_LANG_DETECT_MAX bytes. NULL when undecided. Rules: lang_detect.c. */
+ * HY_LANG_DETECT_MAX bytes (the n-grams from the first HY_NGRAM_TEXT_MAX). NULL when
+ * undecided. The best of hy_lang_detect_ranked. Rules: lang_detect.c. */
 #define HY_LANG_DETECT_MAX 65536
 const struct hy_lang *hy_lang_detect(const char *text, size_t len);
+
+/* One candidate: a language and how sure the detector is, 0-100 (the share of the text in
+ * its script times the n-gram posterior among the languages of that script). */
+struct hy_lang_guess {
+    const struct hy_lang *lang;
+    double confidence;
+};
+
+/* The candidates for text, best first, at most cap of them into out. Returns how many
+ * were written: 0 when undecided (hy_lang_detect's NULL) or cap is 0. Only languages of
+ * the text's main script are candidates; ties keep table order. */
+size_t hy_lang_detect_ranked(const char *text, size_t len, struct hy_lang_guess *out,
+                             size_t cap);
 
 #endif

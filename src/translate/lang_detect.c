@@ -1,4 +1,4 @@
-/* lang_detect.c: source language from Unicode scripts (contract in lang.h).
+/* lang_detect.c: the source language of a text (contract in lang.h).
  *
  * Rules, in order:
  * 1. Count the characters of each script (lang.h enum) in the first HY_LANG_DETECT_MAX
@@ -7,22 +7,35 @@
  *    unlisted scripts are ignored.
  * 2. Han characters join kana when kana is at least 1/6 of Han+kana (Japanese), else
  *    Hangul when Hangul is at least 1/6 of Han+Hangul (Korean with hanja).
- * 3. The heaviest script must outweigh all others together, else NULL.
+ * 3. The heaviest script must outweigh all others together, else undecided. Its share of
+ *    the weight scales every confidence.
  * 4. A script used by one table language decides it (kana -> ja, Hangul -> ko, Thai,
  *    Tibetan, Khmer, Burmese, Hebrew, Gujarati, Bengali, Telugu, Tamil, Mongolian).
- * 5. Shared scripts need specific letters:
- *    Han: >= 2 Cantonese-only characters (嘅咗冇喺哋...) making >= 1/20 of Han -> yue;
- *         else traditional-only forms of a small table of common characters (這們個說...)
- *         at least 4 times as frequent as the simplified-only forms (这们个说...) -> zh-Hant;
- *         else zh.
- *    Cyrillic: ә ғ қ ң ұ һ -> kk; є ї ґ -> uk; ө ү -> mn; і without ы э ъ ё ў -> uk; else NULL.
+ * 5. Han with >= YUE_MIN Cantonese-only characters (嘅咗冇喺哋...) making >= 1/30 of it
+ *    -> yue (the catalogs have no written Cantonese to learn it from).
+ * 6. Han whose simplified-only forms of a small table of common characters (这们个说...)
+ *    are at least 4 times as frequent as their traditional-only forms (這們個說...) -> zh,
+ *    and the other way round -> zh-Hant: everyday words are rare in the software catalogs
+ *    the Han profiles come from, so one 气 decides better than their n-grams. Confidence:
+ *    1 - 1/(2 + 2n) for n such characters (75% for one, 90% for four), the rest to the other.
+ * 7. Shared scripts (Latin, Cyrillic, Arabic, Devanagari, Han): the n-gram profiles of the
+ *    languages written in it score the words in that script (lang_ngram.h); the
+ *    candidates' confidences are the posterior of a naive Bayes over the grams, its
+ *    log-odds divided by sqrt(grams) (the grams of one text are far from independent:
+ *    undivided, every short text would come out 100% sure).
+ * 8. Where no gram of the text is in the table, the letter rules decide alone:
+ *    Han: zh-Hant when rule 6 would say so, else zh.
+ *    Cyrillic: ә ғ қ ң ұ һ -> kk; є ї ґ -> uk; ө ү -> mn; і without ы э ъ ё ў -> uk.
  *    Arabic: ۆ ۇ ۈ ۋ ې ە -> ug; ٹ ڈ ڑ ں ہ ھ ے ۓ -> ur; پ چ ژ گ ی ک at least as frequent as
- *         the Arabic-only ي ك ى ة -> fa; else NULL (ar cannot be told from the others).
- *    Devanagari: ळ -> mr (Hindi does not use it); else NULL.
- *    Latin: NULL. */
+ *         the Arabic-only ي ك ى ة -> fa.
+ *    Devanagari: ळ -> mr (Hindi does not use it).
+ *    Else undecided. */
 #include "translate/lang.h"
 
+#include "translate/lang_ngram.h"
 #include "translate/text.h"
+
+#include <math.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,9 +63,9 @@ static const uint32_t TRAD_ONLY[] = {
     0x958B, 0x9593, 0x95DC, 0x96E3, 0x96FB, 0x982D, 0x98A8, 0x98DB, 0x99AC, 0x9B5A, 0x9CE5, 0x9EDE,
 };
 
-/* 㗎乜佢冇咁咗咩哋唔啱啲喺嗰嘅嘢嘥噉嚟囉揾搵攞睇諗: written Cantonese only (sorted). */
+/* 㗎乜佢俾冇咁咗咩哋唔啱啲喺嗰嘅嘢嘥噉嚟囉揾搵攞睇諗: written Cantonese only (sorted). */
 static const uint32_t YUE_ONLY[] = {
-    0x35CE, 0x4E5C, 0x4F62, 0x5187, 0x5481, 0x5497, 0x54A9, 0x54CB, 0x5514, 0x5571, 0x5572, 0x55BA,
+    0x35CE, 0x4E5C, 0x4F62, 0x4FFE, 0x5187, 0x5481, 0x5497, 0x54A9, 0x54CB, 0x5514, 0x5571, 0x5572, 0x55BA,
     0x55F0, 0x5605, 0x5622, 0x5625, 0x5649, 0x569F, 0x56C9, 0x63FE, 0x6435, 0x651E, 0x7747, 0x8AD7,
 };
 
@@ -228,12 +241,10 @@ static const struct hy_lang *only_lang_of(enum hy_script s)
     return found;
 }
 
-static const char *refine(enum hy_script s, const size_t *m, size_t han)
+static const char *refine(enum hy_script s, const size_t *m)
 {
     switch (s) {
     case HY_SCRIPT_HAN:
-        if (m[M_YUE] >= 2 && m[M_YUE] * 20 >= han)
-            return "yue";
         return m[M_TRAD] > 0 && m[M_TRAD] >= 4 * m[M_SIMP] ? "zh-Hant" : "zh";
     case HY_SCRIPT_CYRILLIC:
         if (m[M_KK])
@@ -254,17 +265,16 @@ static const char *refine(enum hy_script s, const size_t *m, size_t han)
     }
 }
 
-const struct hy_lang *hy_lang_detect(const char *text, size_t len)
-{
-    struct counts k;
-    memset(&k, 0, sizeof k);
-    if (!text)
-        return NULL;
-    count_text(text, len, &k);
+#define YUE_MIN 1      /* Cantonese-only characters that make Han text yue ... */
+#define YUE_PER_HAN 30 /* ... when at least 1 in this many Han characters is one */
+#define MAX_GUESSES HY_NGRAM_MAX_LANGS
 
+/* The main script of the counts (rules 1-3) and its share of the weight; OTHER when none. */
+static enum hy_script main_script(const struct counts *k, double *share)
+{
     size_t w[HY_SCRIPT_COUNT], total = 0;
     for (int s = 0; s < HY_SCRIPT_COUNT; s++)
-        w[s] = k.script[s];
+        w[s] = k->script[s];
     size_t han = w[HY_SCRIPT_HAN], kana = w[HY_SCRIPT_KANA], hangul = w[HY_SCRIPT_HANGUL];
     if (kana && kana * 5 >= han)
         w[HY_SCRIPT_KANA] += han, w[HY_SCRIPT_HAN] = 0;
@@ -272,7 +282,6 @@ const struct hy_lang *hy_lang_detect(const char *text, size_t len)
         w[HY_SCRIPT_HANGUL] += han, w[HY_SCRIPT_HAN] = 0;
     for (int s = HY_SCRIPT_HANGUL; s <= HY_SCRIPT_HAN; s++)
         w[s] *= 3;
-
     enum hy_script best = HY_SCRIPT_OTHER;
     for (int s = 0; s < HY_SCRIPT_COUNT; s++) {
         total += w[s];
@@ -280,10 +289,100 @@ const struct hy_lang *hy_lang_detect(const char *text, size_t len)
             best = (enum hy_script)s;
     }
     if (best == HY_SCRIPT_OTHER || w[best] * 2 <= total)
-        return NULL;
-    const struct hy_lang *only = only_lang_of(best);
-    if (only)
-        return only;
-    const char *code = refine(best, k.marker, han);
-    return code ? by_code(code) : NULL;
+        return HY_SCRIPT_OTHER;
+    *share = (double)w[best] / (double)total;
+    return best;
+}
+
+/* Rule 7: the n-gram candidates of script s into g (sorted later); 0 when no gram counts. */
+static size_t by_ngrams(const char *text, size_t len, enum hy_script s, double share,
+                        struct hy_lang_guess *g)
+{
+    struct hy_ngram_table t;
+    hy_ngram_table(&t);
+    int64_t score[HY_NGRAM_MAX_LANGS];
+    size_t grams = hy_ngram_score(&t, text, len, s, score);
+    int64_t top = 0;
+    for (uint32_t i = 0; i < t.n_langs; i++) {
+        if (hy_ngram_lang_in(&t, i, s) && score[i] > top)
+            top = score[i];
+    }
+    if (grams == 0 || top == 0)
+        return 0;
+    double temp = sqrt((double)grams) * (double)t.step, sum = 0, p[HY_NGRAM_MAX_LANGS];
+    for (uint32_t i = 0; i < t.n_langs; i++) {
+        p[i] = hy_ngram_lang_in(&t, i, s) ? exp((double)(score[i] - top) / temp) : 0;
+        sum += p[i];
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; i < t.n_langs; i++) {
+        const struct hy_lang *l = p[i] > 0 ? by_code(hy_ngram_lang_code(&t, i)) : NULL;
+        if (l)
+            g[n++] = (struct hy_lang_guess){l, 100.0 * share * p[i] / sum};
+    }
+    return n;
+}
+
+/* The guesses for script s (rules 4-8), unsorted. */
+static size_t guesses(const char *text, size_t len, enum hy_script s, const struct counts *k,
+                      double share, struct hy_lang_guess *g)
+{
+    const struct hy_lang *only = only_lang_of(s);
+    if (only) {
+        g[0] = (struct hy_lang_guess){only, 100.0 * share};
+        return 1;
+    }
+    size_t han = k->script[HY_SCRIPT_HAN], yue = k->marker[M_YUE];
+    if (s == HY_SCRIPT_HAN && yue >= YUE_MIN && yue * YUE_PER_HAN >= han) {
+        g[0] = (struct hy_lang_guess){by_code("yue"), 100.0 * share};
+        return 1;
+    }
+    size_t tr = k->marker[M_TRAD], si = k->marker[M_SIMP];
+    if (s == HY_SCRIPT_HAN && ((tr && tr >= 4 * si) || (si && si >= 4 * tr))) {
+        size_t top = tr > si ? tr : si;
+        double p = 1.0 - 1.0 / (2.0 + 2.0 * (double)top);
+        g[0] = (struct hy_lang_guess){by_code(tr > si ? "zh-Hant" : "zh"), 100.0 * share * p};
+        g[1] = (struct hy_lang_guess){by_code(tr > si ? "zh" : "zh-Hant"), 100.0 * share * (1 - p)};
+        return 2;
+    }
+    size_t n = by_ngrams(text, len, s, share, g);
+    if (n)
+        return n;
+    const char *code = refine(s, k->marker);
+    if (!code)
+        return 0;
+    g[0] = (struct hy_lang_guess){by_code(code), 100.0 * share};
+    return 1;
+}
+
+size_t hy_lang_detect_ranked(const char *text, size_t len, struct hy_lang_guess *out,
+                             size_t cap)
+{
+    struct counts k;
+    memset(&k, 0, sizeof k);
+    if (!text || cap == 0)
+        return 0;
+    count_text(text, len, &k);
+    double share = 0;
+    enum hy_script s = main_script(&k, &share);
+    if (s == HY_SCRIPT_OTHER)
+        return 0;
+    struct hy_lang_guess g[MAX_GUESSES];
+    size_t n = guesses(text, len, s, &k, share, g);
+    for (size_t i = 1; i < n; i++) { /* insertion sort: stable, n is small */
+        struct hy_lang_guess x = g[i];
+        size_t j = i;
+        for (; j > 0 && g[j - 1].confidence < x.confidence; j--)
+            g[j] = g[j - 1];
+        g[j] = x;
+    }
+    n = n < cap ? n : cap;
+    memcpy(out, g, n * sizeof *g);
+    return n;
+}
+
+const struct hy_lang *hy_lang_detect(const char *text, size_t len)
+{
+    struct hy_lang_guess g;
+    return hy_lang_detect_ranked(text, len, &g, 1) ? g.lang : NULL;
 }

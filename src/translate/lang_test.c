@@ -94,9 +94,7 @@ static void test_list(void)
 
 static void test_detect(void)
 {
-    DETECT("今天天气很好，我们去公园散步吧。", "zh");
-    DETECT("今天天氣很好，我們去公園散步吧。這個說法對嗎？", "zh-Hant");
-    DETECT("我哋今日去邊度食飯呀？佢話唔得閒。", "yue");
+    /* scripts one language uses */
     DETECT("今日はいい天気ですね。公園に行きましょう。", "ja");
     DETECT("東京は日本の首都です。", "ja");
     DETECT("안녕하세요, 만나서 반갑습니다.", "ko");
@@ -111,24 +109,95 @@ static void test_detect(void)
     DETECT("నమస్కారం", "te");
     DETECT("வணக்கம் உலகம்", "ta");
     DETECT("ᠮᠣᠩᠭᠣᠯ ᠪᠢᠴᠢᠭ", "mn");
-    DETECT("नमस्ते दुनिया", "(none)");
-    DETECT("मला मराठी भाषा आवडते. ही शाळा खूप जुनी आहे, वेळ", "mr");
-    DETECT("مرحبا بالعالم", "(none)");
-    DETECT("سلام، حال شما چطور است؟ من خوبم.", "fa");
-    DETECT("آپ کیسے ہیں؟ میں ٹھیک ہوں۔", "ur");
-    DETECT("ياخشىمۇسىز؟ مەن ئۇيغۇرچە سۆزلەيمەن.", "ug");
-    DETECT("Привет, как дела?", "(none)");
+    /* Han: Cantonese letters, then the n-grams of simplified and traditional text */
+    DETECT("今天天气很好，我们去公园散步吧。", "zh");
+    DETECT("今天天氣很好，我們去公園散步吧。這個說法對嗎？", "zh-Hant");
+    DETECT("我哋今日去邊度食飯呀？佢話唔得閒。", "yue");
+    DETECT("我使用Python编程", "zh");
+    DETECT("今天天气很好。", "zh");   /* 气: simplified only */
+    DETECT("今天天氣很好。", "zh-Hant"); /* 氣: traditional only */
+    DETECT("人人生而自由，在尊嚴和權利上一律平等。", "zh-Hant"); /* no table form: n-grams */
+    DETECT("请把这份报告发给经理，谢谢。", "zh");
+    DETECT("請把這份報告發給經理，謝謝。", "zh-Hant");
+    /* Latin */
+    DETECT("Hello, how are you today? I am fine.", "en");
+    DETECT("Guten Morgen, wie geht es dir?", "de");
+    DETECT("Bonjour à tous, comment allez-vous ?", "fr");
+    DETECT("Onde fica a estação de comboios mais próxima?", "pt");
+    DETECT("¿Dónde está la estación de tren más cercana?", "es");
+    DETECT("Bugün hava çok güzel, parka gidelim mi?", "tr");
+    DETECT("Dove si trova la stazione più vicina?", "it");
+    DETECT("Hôm nay trời đẹp quá, chúng ta đi dạo nhé.", "vi");
+    DETECT("Magandang umaga po, kumusta kayo ngayon?", "tl");
+    DETECT("Dzień dobry, jak się dzisiaj masz?", "pl");
+    DETECT("Dobrý den, jak se dnes máte? Děkuji.", "cs");
+    DETECT("Goedemorgen, hoe gaat het vandaag met je?", "nl");
+    /* Cyrillic */
+    DETECT("Привет, как у тебя сегодня дела?", "ru");
     DETECT("Привіт, як справи? Добре, дякую.", "uk");
     DETECT("Сәлеметсіз бе? Қалайсыз?", "kk");
     DETECT("Сайн байна уу? Монгол үндэстэн өдөр", "mn");
-    DETECT("Hello, how are you?", "(none)");
-    DETECT("Bonjour à tous", "(none)");
+    /* Arabic script */
+    DETECT("مرحبا، كيف حالك اليوم؟ أنا بخير والحمد لله", "ar");
+    DETECT("سلام، حال شما چطور است؟ من خوبم.", "fa");
+    DETECT("آپ کیسے ہیں؟ میں ٹھیک ہوں۔", "ur");
+    DETECT("ياخشىمۇسىز؟ مەن ئۇيغۇرچە سۆزلەيمەن.", "ug");
+    /* Devanagari */
+    DETECT("आप कैसे हैं? मैं ठीक हूँ, धन्यवाद।", "hi");
+    DETECT("मला मराठी भाषा आवडते. ही शाळा खूप जुनी आहे, वेळ", "mr");
+    /* mixed scripts: the main one decides; none main, or no letters: undecided */
+    DETECT("Hello world, this is a long English sentence with 中文", "en");
+    DETECT("abcdefghi 中文字", "(none)"); /* 9 Latin letters, 3 Han weighing 3 each */
     DETECT("", "(none)");
     DETECT("12345 !!! ...", "(none)");
-    DETECT("Hello world, this is a long English sentence with 中文", "(none)");
-    DETECT("我使用Python编程", "zh");
     DETECT("\xff\xfe\xe4\xb8", "(none)");
     CHECK(hy_lang_detect(NULL, 10) == NULL);
+}
+
+/* ms and id share most words: either is right where the text does not decide, but one
+ * of the two must come first. */
+static void test_detect_ms_id(void)
+{
+    const char *texts[] = {"Saya suka makan nasi goreng setiap pagi.",
+                           "Kerajaan akan membina lebih banyak sekolah tahun ini."};
+    for (size_t i = 0; i < 2; i++) {
+        const char *c = detect_code(texts[i]);
+        CHECKF(!strcmp(c, "ms") || !strcmp(c, "id"), "%s -> %s", texts[i], c);
+    }
+}
+
+static void test_detect_ranked(void)
+{
+    struct hy_lang_guess g[HY_LANG_COUNT];
+    const char *t = "Guten Morgen, wie geht es dir heute?";
+    size_t n = hy_lang_detect_ranked(t, strlen(t), g, HY_LANG_COUNT);
+    CHECK(n >= 2);
+    CHECK(n > 0 && strcmp(g[0].lang->code, "de") == 0);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        CHECK(g[i].lang->script == HY_SCRIPT_LATIN); /* only the text's script */
+        CHECK(g[i].confidence >= 0 && g[i].confidence <= 100);
+        CHECK(i == 0 || g[i].confidence <= g[i - 1].confidence);
+        sum += g[i].confidence;
+    }
+    CHECKF(sum > 99.9 && sum < 100.1, "sum %f", sum); /* all Latin: posteriors sum to 100 */
+    CHECK(g[0].confidence > 50);
+    /* a quarter of the weight in another script scales every confidence down */
+    const char *mixed = "Guten Morgen, wie geht es dir heute? Гутен";
+    CHECK(hy_lang_detect_ranked(mixed, strlen(mixed), g, 1) == 1);
+    CHECK(g[0].confidence < 90);
+    /* cap: at most cap written; 0 writes nothing */
+    CHECK(hy_lang_detect_ranked(t, strlen(t), g, 1) == 1 && strcmp(g[0].lang->code, "de") == 0);
+    CHECK(hy_lang_detect_ranked(t, strlen(t), NULL, 0) == 0);
+    /* a script one language uses: one candidate */
+    const char *ko = "안녕하세요";
+    CHECK(hy_lang_detect_ranked(ko, strlen(ko), g, HY_LANG_COUNT) == 1);
+    CHECK(g[0].confidence == 100.0);
+    /* every byte value and a truncated tail: bounded, no crash, some answer or none */
+    char bytes[256];
+    for (int i = 0; i < 256; i++)
+        bytes[i] = (char)(255 - i);
+    CHECK(hy_lang_detect_ranked(bytes, sizeof bytes, g, HY_LANG_COUNT) <= HY_LANG_COUNT);
 }
 
 int main(void)
@@ -137,5 +206,7 @@ int main(void)
     test_aliases();
     test_list();
     test_detect();
+    test_detect_ms_id();
+    test_detect_ranked();
     return test_result();
 }

@@ -140,7 +140,7 @@ expect 2 "generate with both --ids and --prompt" -- "$HYMT" generate -m "$T" --p
 printf 'First paragraph. Two sentences here!\n\n\nSecond paragraph.\n' >"$TMP/doc.txt"
 expect 0 "translate stdin" -- sh -c "'$HYMT' translate -m '$T' --to en --greedy <'$TMP/doc.txt'"
 contains "$TMP/err" "stdin: 2 segments" "translate summary line"
-contains "$TMP/err" "auto -> en" "translate summary names the languages"
+contains "$TMP/err" "en -> en" "translate summary names the languages (the source detected)"
 expect 0 "translate file to -o" -- "$HYMT" translate -m "$T" --to zh --from en --greedy "$TMP/doc.txt" -o "$TMP/out.txt"
 checks=$((checks + 1))
 [ "$(grep -c . "$TMP/out.txt")" -ge 2 ] || { fails=$((fails+1)); echo "FAIL: translate -o wrote: $(cat "$TMP/out.txt")"; }

@@ -118,6 +118,7 @@ async function main() {
   });
   try {
     await desktop(browser, base);
+    await detection(browser, base);
     await phone(browser, base);
   } finally {
     await browser.close();
@@ -352,6 +353,53 @@ sys.stdout.buffer.write(b.getvalue())`]);
   check('no external requests', external.length === 0, external.join(' '));
   check('no page errors', pageErrors.length === 0, pageErrors.join(' | '));
   await ctx.close();
+}
+
+// Detection as you type (POST /detect, debounced), the target from the browser's languages,
+// the detected language with its confidence, swap after detection.
+async function detection(browser, base) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: 'fr-FR' });
+  const page = await ctx.newPage();
+  const detects = [], pageErrors = [];
+  page.on('request', (r) => { if (r.url().endsWith('/detect')) detects.push(r.postData()); });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(base);
+  check('target defaults to the browser language (fr-FR -> fr)', await page.inputValue('#tgt-lang') === 'fr',
+    await page.inputValue('#tgt-lang'));
+  check('source starts on auto', await page.inputValue('#src-lang') === 'auto');
+  check('swap disabled before anything is detected', await page.isDisabled('#swap'));
+  const text = 'Guten Morgen, wie geht es dir heute?';
+  await page.focus('#src-text');
+  await page.keyboard.type(text, { delay: 15 });
+  await page.waitForFunction(() => /German/.test(document.getElementById('detected').textContent), null, { timeout: 10000 });
+  const shown = await page.textContent('#detected');
+  check('detected language and confidence shown', /^Detected: German, \d{1,3}%$/.test(shown), shown);
+  const opt = await page.$eval('#src-lang option', (o) => o.textContent);
+  check('auto option names the detected language', /Detect language \(German, \d+%\)/.test(opt), opt);
+  await page.screenshot({ path: path.join(outDir, 'detect.png') });
+  await sleep(600);
+  check('detection debounced while typing', detects.length >= 1 && detects.length <= 3,
+    `${detects.length} requests for ${text.length} keystrokes`);
+  check('detect request is LibreTranslate\'s {q}', detects.length > 0 && JSON.parse(detects[detects.length - 1]).q === text);
+  check('swap enabled after detection', !(await page.isDisabled('#swap')));
+  await page.click('#swap');
+  check('swap uses the detected language', await page.inputValue('#src-lang') === 'fr' && await page.inputValue('#tgt-lang') === 'de',
+    `${await page.inputValue('#src-lang')} -> ${await page.inputValue('#tgt-lang')}`);
+  check('detected note cleared once a source is chosen', (await page.textContent('#detected')) === '');
+  // Back to auto: detects again at once.
+  await page.selectOption('#src-lang', 'auto');
+  await page.waitForFunction(() => /Detected: /.test(document.getElementById('detected').textContent), null, { timeout: 10000 });
+  check('choosing auto detects again', /German/.test(await page.textContent('#detected')));
+  await page.fill('#src-text', '');
+  await page.waitForFunction(() => document.getElementById('detected').textContent === '', null, { timeout: 10000 });
+  check('empty text: nothing detected', true);
+  check('no page errors (detection)', pageErrors.length === 0, pageErrors.join(' | '));
+  await ctx.close();
+  const tw = await browser.newContext({ locale: 'zh-TW' });
+  const p2 = await tw.newPage();
+  await p2.goto(base);
+  check('target from zh-TW is zh-Hant', await p2.inputValue('#tgt-lang') === 'zh-Hant', await p2.inputValue('#tgt-lang'));
+  await tw.close();
 }
 
 async function setOptions(page, o) {

@@ -15,6 +15,9 @@
 //          data: {"type":"done","source_lang",...,"usage":{...},"timing_ms":{...}}
 //        Text containing "__queue_full__" gets 429 with Retry-After; over --max-chars 413;
 //        "__slow__" slows the stream down (for Stop).
+//   POST /detect  {"q"}: LibreTranslate's shape, [{"language","confidence"}, ...]; a toy
+//        detector (Han -> zh, a few German words -> de, other letters -> en, none -> []),
+//        enough for the page's detection as you type (the real one: hymt's test mode).
 import http from 'node:http';
 import fs from 'node:fs';
 
@@ -103,6 +106,12 @@ async function translate(req, res, body) {
   })}\n\n`);
 }
 
+function detect(q) {
+  if (/[\u4e00-\u9fff]/.test(q)) return [{ language: 'zh', confidence: 96.0 }];
+  if (/\b(und|der|die|das|wie|ist|nicht|guten|morgen)\b/i.test(q)) return [{ language: 'de', confidence: 91.5 }, { language: 'nl', confidence: 8.5 }];
+  return /\p{L}/u.test(q) ? [{ language: 'en', confidence: 88.0 }] : [];
+}
+
 const server = http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   if (req.method === 'GET' && (url.pathname === '/' || url.pathname === '/index.html')) {
@@ -124,6 +133,18 @@ const server = http.createServer((req, res) => {
     req.setEncoding('utf8');
     req.on('data', (c) => { body += c; });
     req.on('end', () => { translate(req, res, body).catch((e) => { res.destroy(e); }); });
+    return;
+  }
+  if (url.pathname === '/detect' && req.method === 'POST') {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      let j;
+      try { j = JSON.parse(body); } catch { return sendJson(res, 400, { error: 'malformed JSON' }); }
+      if (typeof j.q !== 'string') return sendJson(res, 400, { error: 'Invalid request: missing q parameter' });
+      sendJson(res, 200, detect(j.q));
+    });
     return;
   }
   sendError(res, 404, 'not_found_error', `no route ${req.method} ${url.pathname}`);
