@@ -5,7 +5,7 @@
  * at most DETECT_MAX_CANDIDATES, those that round to 0 left out; [] when the text has no
  * letters to decide by); for an array: one such list per text, in order. Errors in
  * LibreTranslate's {"error": "..."} shape: 400 without q or with a q of the wrong type,
- * 403 for a missing or wrong key. Needs no model: it answers while the model loads.
+ * 403 for a missing or wrong key, 429 for a key over its rate (--api-keys-file). Needs no model: it answers while the model loads.
  * Bounded: the body by --max-body, the texts by DETECT_MAX_TEXTS, the text read by
  * HY_LANG_DETECT_MAX (lang.h). */
 #include "server/http.h"
@@ -44,9 +44,10 @@ bool hy_api_detect(struct hy_http_req *req)
     json_t *key = json_object_get(body, "api_key");
     json_t *q = json_object_get(body, "q");
     const char *why = NULL;
-    if (!hy_http_authorized(req, json_is_string(key) ? json_string_value(key) : NULL)) {
+    if (!hy_http_authorize(req, json_is_string(key) ? json_string_value(key) : NULL, 403,
+                           "invalid_api_key", "Invalid API key")) {
         json_decref(body);
-        return hy_http_error(req, 403, "invalid_api_key", "Invalid API key");
+        return true; /* answered: 403, or 429 for a key over its rate */
     }
     if (!q || json_is_null(q))
         why = "Invalid request: missing q parameter";
