@@ -190,7 +190,7 @@ static inline struct hy_model *ck_load(struct hy_backend *be, const char *dir,
 {
     struct hy_model *m = NULL;
     struct hy_err e = {{0}};
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     CHECKF(hy_model_load_opts(&m, dir, be, &o, &e) == HY_OK, "%s: %s", dir, e.msg);
     return m;
 }
@@ -224,7 +224,7 @@ static inline void ck_expect_load_error(struct hy_backend *be, const char *dir,
 {
     struct hy_model *m = (struct hy_model *)1;
     struct hy_err e = {{0}};
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     hy_status s = hy_model_load_opts(&m, dir, be, &o, &e);
     if (s == HY_OK)
         hy_model_destroy(m);

@@ -49,7 +49,7 @@ static hy_status load_model(const char *dir, const char *device, const char *def
         *be = NULL;
         return st;
     }
-    struct hy_model_opts mo = {(enum hy_dtype)qd, share_from};
+    struct hy_model_opts mo = {.quant = (enum hy_dtype)qd, .share_from = share_from};
     st = hy_model_load_opts(m, dir, *be, &mo, err);
     if (st) {
         (*be)->i->destroy(*be);

@@ -128,7 +128,7 @@ static void quantized(const char *dir)
     CHECK(c && hy_model_forward(c, a_ids, 9, true, want, &err) == HY_OK);
     hy_ctx_destroy(c);
     for (size_t k = 0; k < sizeof qs / sizeof qs[0]; k++) {
-        struct hy_model_opts o = {qs[k].q};
+        struct hy_model_opts o = {.quant = qs[k].q};
         CHECKF(hy_model_load_opts(&m, dir, be, &o, &err) == HY_OK, "%s", err.msg);
         if (!m)
             continue;
@@ -148,7 +148,7 @@ static void quantized(const char *dir)
         hy_model_destroy(m);
         m = NULL;
     }
-    struct hy_model_opts f8 = {HY_DTYPE_F8_E4M3};
+    struct hy_model_opts f8 = {.quant = HY_DTYPE_F8_E4M3};
     CHECK(hy_model_load_opts(&m, dir, be, &f8, &err) == HY_E_UNSUPPORTED && !m);
     hy_model_destroy(ref);
     be->i->destroy(be);

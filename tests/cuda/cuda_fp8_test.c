@@ -144,7 +144,7 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, int act, 
     char dir[4096];
     struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     static const int32_t prompt[NP] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
     const bool f8act = act == 1 && has_fp8_gemm;
     test_path(dir, sizeof dir, "HYMT_SRC", name);

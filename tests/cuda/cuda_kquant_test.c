@@ -179,7 +179,7 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const cha
 {
     struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     CHECKF(hy_model_load_opts(&mc, dir, cpu, &o, &err) == HY_OK, "cpu %s: %s",
            hy_dtype_name(quant), err.msg);
     CHECKF(hy_model_load_opts(&mg, dir, gpu, &o, &err) == HY_OK, "cuda %s: %s",

@@ -159,7 +159,7 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const cha
     char dir[4096], rel[64];
     struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     snprintf(rel, sizeof rel, "tests/data/%s", name);
     test_path(dir, sizeof dir, "HYMT_SRC", rel);
     CHECKF(hy_model_load_opts(&mc, dir, cpu, &o, &err) == HY_OK, "cpu %s: %s",

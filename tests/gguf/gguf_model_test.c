@@ -78,7 +78,7 @@ static struct hy_model *load(const char *path, enum hy_dtype quant)
 {
     struct hy_err err = {{0}};
     struct hy_model *m = NULL;
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     hy_status s = hy_model_load_opts(&m, path, be, &o, &err);
     CHECKF(s == HY_OK, "%s: %s", path, err.msg);
     return m;

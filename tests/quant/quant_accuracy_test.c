@@ -48,7 +48,7 @@ struct run {
 static int open_run(struct run *r, struct hy_backend *be, const char *dir, enum hy_dtype quant)
 {
     struct hy_err err = {{0}};
-    struct hy_model_opts o = {quant};
+    struct hy_model_opts o = {.quant = quant};
     hy_status s = hy_model_load_opts(&r->m, dir, be, &o, &err);
     if (!s)
         s = hy_ctx_create(&r->c, r->m, N_PROMPT + N_STEPS + 1, N_PROMPT, &err);
@@ -94,7 +94,7 @@ static void check_model(struct hy_backend *be, const char *name, const struct qt
         test_path(dir, sizeof dir, "HYMT_SRC", name);
     struct run ref = {0}, q8 = {0};
     struct hy_model *probe = NULL;
-    hy_status ps = hy_model_load_opts(&probe, dir, be, &(struct hy_model_opts){qt->dtype}, &err);
+    hy_status ps = hy_model_load_opts(&probe, dir, be, &(struct hy_model_opts){.quant = qt->dtype}, &err);
     hy_model_destroy(probe);
     if (ps == HY_E_UNSUPPORTED) { /* Q4_K/Q6_K need in-features % 256 == 0 */
         printf("%-4s %s: skipped (%s)\n", qt->name, name, err.msg);
@@ -188,7 +188,7 @@ int main(int argc, char **argv)
     char dir[4096];
     struct hy_model *m = NULL;
     test_path(dir, sizeof dir, "HYMT_SRC", "tests/data/tiny-mqa");
-    CHECK(hy_model_load_opts(&m, dir, be, &(struct hy_model_opts){HY_DTYPE_BF16}, &err) ==
+    CHECK(hy_model_load_opts(&m, dir, be, &(struct hy_model_opts){.quant = HY_DTYPE_BF16}, &err) ==
               HY_E_INVAL &&
           m == NULL);
     be->i->destroy(be);
