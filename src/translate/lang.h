@@ -64,9 +64,12 @@ const struct hy_lang *hy_lang_find(const char *name);
 size_t hy_lang_list(char *buf, size_t cap);
 
 /* Guesses the language of len bytes of text (invalid UTF-8 tolerated) from the first
- * HY_LANG_DETECT_MAX bytes (the n-grams from the first HY_NGRAM_TEXT_MAX). NULL when
- * undecided. The best of hy_lang_detect_ranked. Rules: lang_detect.c. */
+ * HY_LANG_DETECT_MAX bytes (the n-grams from the first HY_NGRAM_TEXT_MAX). The best of
+ * hy_lang_detect_ranked when its confidence is at least HY_LANG_DETECT_MIN_CONFIDENCE,
+ * else NULL: a prompt naming no source beats one naming a wrong source ("OK", "Hi").
+ * Rules: lang_detect.c. */
 #define HY_LANG_DETECT_MAX 65536
+#define HY_LANG_DETECT_MIN_CONFIDENCE 50.0
 const struct hy_lang *hy_lang_detect(const char *text, size_t len);
 
 /* One candidate: a language and how sure the detector is, 0-100 (the share of the text in

@@ -22,7 +22,8 @@
  *    languages written in it score the words in that script (lang_ngram.h); the
  *    candidates' confidences are the posterior of a naive Bayes over the grams, its
  *    log-odds divided by sqrt(grams) (the grams of one text are far from independent:
- *    undivided, every short text would come out 100% sure).
+ *    undivided, every short text would come out 100% sure), mixed with the uniform in
+ *    the ratio grams : SHRINK_GRAMS (one word is a weak hint whatever its letters).
  * 8. Where no gram of the text is in the table, the letter rules decide alone:
  *    Han: zh-Hant when rule 6 would say so, else zh.
  *    Cyrillic: ә ғ қ ң ұ һ -> kk; є ї ґ -> uk; ө ү -> mn; і without ы э ъ ё ў -> uk.
@@ -268,6 +269,8 @@ static const char *refine(enum hy_script s, const size_t *m)
 #define YUE_MIN 1      /* Cantonese-only characters that make Han text yue ... */
 #define YUE_PER_HAN 30 /* ... when at least 1 in this many Han characters is one */
 #define MAX_GUESSES HY_NGRAM_MAX_LANGS
+#define SHRINK_GRAMS 6.0 /* rule 7: the posterior is mixed with the uniform in the ratio
+                          * grams : SHRINK_GRAMS, so a word or two is never "sure" */
 
 /* The main script of the counts (rules 1-3) and its share of the weight; OTHER when none. */
 static enum hy_script main_script(const struct counts *k, double *share)
@@ -314,11 +317,15 @@ static size_t by_ngrams(const char *text, size_t len, enum hy_script s, double s
         p[i] = hy_ngram_lang_in(&t, i, s) ? exp((double)(score[i] - top) / temp) : 0;
         sum += p[i];
     }
-    size_t n = 0;
+    size_t n = 0, cand = 0;
+    for (uint32_t i = 0; i < t.n_langs; i++)
+        cand += p[i] > 0;
+    double mix = SHRINK_GRAMS / (SHRINK_GRAMS + (double)grams);
     for (uint32_t i = 0; i < t.n_langs; i++) {
         const struct hy_lang *l = p[i] > 0 ? by_code(hy_ngram_lang_code(&t, i)) : NULL;
+        double post = (1 - mix) * p[i] / sum + mix / (double)cand;
         if (l)
-            g[n++] = (struct hy_lang_guess){l, 100.0 * share * p[i] / sum};
+            g[n++] = (struct hy_lang_guess){l, 100.0 * share * post};
     }
     return n;
 }
@@ -384,5 +391,7 @@ size_t hy_lang_detect_ranked(const char *text, size_t len, struct hy_lang_guess 
 const struct hy_lang *hy_lang_detect(const char *text, size_t len)
 {
     struct hy_lang_guess g;
-    return hy_lang_detect_ranked(text, len, &g, 1) ? g.lang : NULL;
+    if (!hy_lang_detect_ranked(text, len, &g, 1) || g.confidence < HY_LANG_DETECT_MIN_CONFIDENCE)
+        return NULL;
+    return g.lang;
 }

@@ -150,6 +150,8 @@ static void test_detect(void)
     DETECT("abcdefghi 中文字", "(none)"); /* 9 Latin letters, 3 Han weighing 3 each */
     DETECT("", "(none)");
     DETECT("12345 !!! ...", "(none)");
+    DETECT("OK", "(none)"); /* a word or two: too weak a hint to name in a prompt */
+    DETECT("Hi", "(none)");
     DETECT("\xff\xfe\xe4\xb8", "(none)");
     CHECK(hy_lang_detect(NULL, 10) == NULL);
 }
@@ -193,6 +195,9 @@ static void test_detect_ranked(void)
     const char *ko = "안녕하세요";
     CHECK(hy_lang_detect_ranked(ko, strlen(ko), g, HY_LANG_COUNT) == 1);
     CHECK(g[0].confidence == 100.0);
+    /* a word still has ranked candidates, with low confidences */
+    CHECK(hy_lang_detect_ranked("Hi", 2, g, HY_LANG_COUNT) >= 2 &&
+          g[0].confidence < HY_LANG_DETECT_MIN_CONFIDENCE);
     /* every byte value and a truncated tail: bounded, no crash, some answer or none */
     char bytes[256];
     for (int i = 0; i < 256; i++)
