@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "core/utf8.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,11 +35,20 @@ static void lt_free(void *ctx)
     free(l);
 }
 
-/* detectedLanguage of one text. The detector decides or abstains (translate/lang.h), so
- * the confidence is 100 or, undecided, 0 with language null. */
-static json_t *detected(const struct hy_lang *src)
+/* detectedLanguage of text i: the language its translation started from (the first of its
+ * runs that detection decided), with the confidence POST /detect gives that language for
+ * the whole text (0-100, one decimal); 0 with language null when detection abstained. */
+static json_t *detected(const struct lt *l, const struct hy_lang *src, size_t i)
 {
-    return json_pack("{s:f,s:o}", "confidence", src ? 100.0 : 0.0, "language",
+    struct hy_lang_guess g[HY_LANG_COUNT];
+    size_t n = hy_lang_detect_ranked(l->c.buf + l->c.off[i], l->c.len[i], g, HY_LANG_COUNT);
+    double conf = 0;
+    if (!src && n)
+        src = g[0].lang;
+    for (size_t k = 0; src && k < n; k++)
+        if (g[k].lang == src)
+            conf = round(g[k].confidence * 10) / 10;
+    return json_pack("{s:f,s:o}", "confidence", conf, "language",
                      src ? json_string(src->code) : json_null());
 }
 
@@ -82,7 +92,7 @@ static void answer(struct hy_http_req *req, void *ctx, const char *const *outs,
             return;
         }
         json_array_append_new(texts, json_stringn(s, n));
-        json_array_append_new(langs, detected(n_items ? hy_compat_source(&l->c, srcs, i) : NULL));
+        json_array_append_new(langs, detected(l, n_items ? hy_compat_source(&l->c, srcs, i) : NULL, i));
         json_array_append_new(alts, alternatives(l, outs, lens, i, s, n));
         free(s);
     }

@@ -36,9 +36,16 @@ async function libre() {
   assert.ok(Array.isArray(r.json.alternatives) && r.json.alternatives.length <= 3);
   assert.ok(!r.json.alternatives.includes(r.json.translatedText), 'an alternative equals the translation');
   assert.equal(new Set(r.json.alternatives).size, r.json.alternatives.length, 'alternatives repeat');
-  // detection decides by script today: Japanese kana is decided
-  r = await postJSON('/translate', { q: 'こんにちは、お元気ですか', source: 'auto', target: 'en', api_key: KEY });
-  assert.equal(r.json.detectedLanguage.language, 'ja');
+  // detection from the text: the language and POST /detect's confidence for it
+  for (const [q, lang] of [['こんにちは、お元気ですか', 'ja'], ['Guten Morgen, wie geht es dir heute?', 'de']]) {
+    r = await postJSON('/translate', { q, source: 'auto', target: 'en', api_key: KEY });
+    assert.equal(r.json.detectedLanguage.language, lang);
+    const d = await postJSON('/detect', { q, api_key: KEY });
+    const mine = d.json.find((x) => x.language === lang);
+    assert.ok(mine, `/detect does not list ${lang}`);
+    assert.equal(r.json.detectedLanguage.confidence, mine.confidence);
+    assert.ok(r.json.detectedLanguage.confidence > 0 && r.json.detectedLanguage.confidence <= 100);
+  }
   // an array q: arrays back, in order; HTML keeps its markup; a form body (as browsers send)
   r = await postJSON('/translate', { q: ['Hello', '<p>Hello <b>world</b></p>'], source: 'en', target: 'de', format: 'html', api_key: KEY });
   assert.equal(r.status, 200);
@@ -103,6 +110,8 @@ async function deeplClient() {
   assert.match(html.text, /^<p>[^]*<b>[^]*<\/b><\/p>$/);
   const kana = await tr.translateText('こんにちは、お元気ですか', null, 'pt-BR');
   assert.equal(kana.detectedSourceLang, 'ja');
+  const de = await tr.translateText('Guten Morgen, wie geht es dir heute?', null, 'en-GB');
+  assert.equal(de.detectedSourceLang, 'de');
   const src = await tr.getSourceLanguages(), tgt = await tr.getTargetLanguages();
   assert.equal(src.length, 38);
   for (const code of ['en-US', 'en-GB', 'pt-BR', 'pt-PT', 'zh-HANS', 'zh-HANT', 'de'])
