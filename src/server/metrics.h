@@ -32,6 +32,7 @@ enum hy_route {
     HY_ROUTE_OPENAPI,
     HY_ROUTE_DOCUMENTS, /* POST /v1/documents, GET /v1/documents/{id} */
     HY_ROUTE_DETECT, /* LibreTranslate's POST /detect */
+    HY_ROUTE_GLOSSARIES,
     HY_ROUTE_OTHER,
     HY_ROUTE_COUNT
 };
@@ -51,6 +52,7 @@ struct hy_metrics {
     struct hy_histogram duration[HY_ROUTE_COUNT];
     struct hy_histogram ttft;
     int64_t tokens_prompt, tokens_completion, client_cancels;
+    int64_t tm_hits, tm_stored, tm_errors; /* translation memory (serve --tm) */
 };
 
 /* The label of a route: "/v1/chat/completions", ... ("other" for HY_ROUTE_OTHER). */
@@ -62,6 +64,9 @@ void hy_metrics_deinit(struct hy_metrics *m);
 /* One finished request: its route, HTTP status, duration and tokens. */
 void hy_metrics_record(struct hy_metrics *m, enum hy_route r, int status, double seconds,
                        int64_t tokens_prompt, int64_t tokens_completion, bool client_gone);
+/* A translation's use of the translation memory: segments answered from it, stored into
+ * it, lookups or stores that failed. */
+void hy_metrics_tm(struct hy_metrics *m, int64_t hits, int64_t stored, int64_t errors);
 /* Time from a generation request's arrival to its first token. */
 void hy_metrics_ttft(struct hy_metrics *m, double seconds);
 

@@ -27,6 +27,8 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "translate/glossary_store.h"
+#include "translate/tm.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,6 +69,9 @@ struct hy_server_config {
     void (*metrics_extra)(void *ctx, FILE *f);
     bool (*available)(void *ctx, char *why, size_t cap);
     void *hooks_ctx;
+    struct hy_tm *tm;        /* translation memory for /api/translate (borrowed); NULL: none */
+    const char *tm_model;    /* the model's name in it */
+    struct hy_gstore *glossaries; /* /v1/glossaries and glossary_id (borrowed); NULL: none */
 };
 
 struct hy_server;

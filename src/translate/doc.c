@@ -69,6 +69,8 @@ static hy_status tm_lookup(struct hy_doc *d, size_t i, const struct hy_prompt_ex
         p += sprintf(p, "terms\n");
         for (size_t t = 0; t < x->n_terms; t++)
             p += sprintf(p, "%s\t%s\n", x->terms[t].src, x->terms[t].tgt);
+    } else if (x->formatted) {
+        strcpy(p, "formatted");
     } else if (x->context_len) {
         hy_tm_settings_context(x->context, x->context_len, p, need + 32);
     } else {
@@ -101,7 +103,17 @@ static size_t context_of(struct hy_doc *d, size_t i, size_t k, bool given)
     return n;
 }
 
-/* Segment i's prompt ids (*n): its glossary terms, else its context (the previous
+/* Whether s[0..n) holds a formatted-text marker <sN> (N a number). */
+static bool has_markers(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 3 < n; i++)
+        if (s[i] == '<' && s[i + 1] == 's' && s[i + 2] >= '0' && s[i + 2] <= '9')
+            return true;
+    return false;
+}
+
+/* Segment i's prompt ids (*n): its glossary terms, else the formatted-text prompt for
+ * a segment with markers (opts.formatted), else its context (the previous
  * segments dropped from the oldest while the prompt does not fit), else the plain one. */
 static hy_status build_prompt(struct hy_doc *d, size_t i, size_t cap, size_t *n, struct hy_err *err)
 {
@@ -118,6 +130,16 @@ static hy_status build_prompt(struct hy_doc *d, size_t i, size_t cap, size_t *n,
             d->res->terms_left_out += x.n_terms - HY_GLOSSARY_MAX_HITS;
             x.n_terms = HY_GLOSSARY_MAX_HITS;
         }
+    }
+    if (d->o->formatted && !x.n_terms && hy_prompt_ext_supported(d->style) &&
+        has_markers(d->text + g->off, g->len)) { /* inline tags as <sN> markers */
+        x.formatted = true;
+        st = hy_prompt_ext_translate(d->tok, d->style, d->src, d->o->tgt, &x, d->text + g->off,
+                                     g->len, d->prompt, cap, n, err);
+        d->res->with_format += !st;
+        if (!st && d->o->tm && !d->jobs[i].tm_settings)
+            st = tm_lookup(d, i, &x, err);
+        return st;
     }
     size_t k = d->o->context_segs > 0 ? (size_t)d->o->context_segs : 0;
     k = k < i ? k : i;

@@ -85,6 +85,9 @@ struct hy_doc_opts {
     const char *context;               /* text before the document (borrowed, UTF-8) */
     size_t context_len;
     int context_segs;                  /* also the document's previous N segments (source) */
+    bool formatted;                    /* a segment holding <sN>...</sN> markers (format.h's
+                                        * inline tags) gets the formatted-text prompt
+                                        * unless it has glossary terms */
     /* Optional translation memory (tm.h, borrowed): a segment found there (same languages,
      * prompt settings, model or an imported entry, exact source) is written from it without
      * the engine; every segment the model finishes (stop token, not cut) is stored. */
@@ -136,6 +139,9 @@ struct hy_doc_result {
     size_t with_context;    /* segments translated with the context prompt */
     size_t terms_left_out;  /* terms found beyond HY_GLOSSARY_MAX_HITS in a segment */
     size_t context_cut;     /* segments whose context was shortened to fit the prompt */
+    size_t with_format;     /* segments translated with the formatted-text prompt */
+    size_t tagged_runs;     /* hy_format_doc_translate: runs sent with <sN> markers, */
+    size_t tags_moved;      /* and those whose markers did not come back (format.h) */
     size_t tm_hits;         /* segments answered from the translation memory */
     size_t tm_stored;       /* segments stored into it */
     size_t tm_errors;       /* lookups or stores that failed (locked file, disk): translated

@@ -13,7 +13,8 @@
  *   timings with their settings, cue tags (<v Name>, <c.x>, <00:01.000>, ...).
  * - html: text nodes and the values of alt, title and placeholder; kept: tags, other
  *   attributes, comments, doctype, and the content of script, style, pre, code, kbd,
- *   samp, svg and math. Inline tags split the text around them.
+ *   samp, svg and math. Inline tags split the text around them (or travel inside it as
+ *   <sN> markers: hy_format_doc_prepare_tags).
  * - text: the whole document is one run (hy_format_doc_translate hands it to doc.h).
  * Runs: trimmed of surrounding whitespace, never holding a blank line, and only those
  * with at least one letter (numbers and punctuation alone are left as they are). A run
@@ -32,6 +33,7 @@
 #include "tokenizer/tokenizer.h"
 #include "translate/doc.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum hy_format { HY_FORMAT_TEXT, HY_FORMAT_MARKDOWN, HY_FORMAT_SRT, HY_FORMAT_VTT, HY_FORMAT_HTML };
@@ -89,5 +91,45 @@ hy_status hy_format_doc_runs(struct hy_engine *e, const struct hy_tok *tok,
                              const struct hy_doc_opts *o, struct hy_doc_result *res, bool reflow,
                              const char *const *texts, const size_t *lens, size_t n, char **outs,
                              size_t *out_lens, struct hy_err *err);
+
+/* The same in pieces, for a caller that drives the document itself (doc.h's begin/pump,
+ * the server): prepare splits text[0..len) (borrowed until free) and gives the plain
+ * document its runs make (*plain, *plain_len: owned by fd; empty when there are no runs);
+ * the caller translates that with keep_lines on (reflow done) and hands the output to
+ * finish, which puts it back into the markup (*out malloc'd). HY_E_FORMAT from finish when
+ * the translation lost a run boundary. */
+struct hy_format_doc;
+hy_status hy_format_doc_prepare(enum hy_format f, const char *text, size_t len,
+                                struct hy_format_doc **fd, const char **plain,
+                                size_t *plain_len, struct hy_err *err);
+/* With inline_tags (HTML only; for a model with the formatted-text prompt, whose caller
+ * sets hy_doc_opts.formatted): a run keeps its inline formatting tags when they pair, sent
+ * as <sN> markers (hy_format_tags_encode); finish puts them back. */
+hy_status hy_format_doc_prepare_tags(enum hy_format f, const char *text, size_t len,
+                                     bool inline_tags, struct hy_format_doc **fd,
+                                     const char **plain, size_t *plain_len, struct hy_err *err);
+/* The number of runs (0: nothing to translate). */
+size_t hy_format_doc_n_runs(const struct hy_format_doc *fd);
+/* Runs sent with markers, and (after finish) those whose markers did not all come back. */
+void hy_format_doc_tag_counts(const struct hy_format_doc *fd, size_t *tagged, size_t *moved);
+hy_status hy_format_doc_finish(struct hy_format_doc *fd, const char *translated, size_t n,
+                               char **out, size_t *out_len, struct hy_err *err);
+void hy_format_doc_free(struct hy_format_doc *fd);
+
+/* HTML's inline tags through the formatted-text prompt (prompt_ext.h): encode turns the
+ * tags of a run (a, b, i, em, strong, span, ... pairs, as hy_format_doc_prepare_tags finds
+ * them) into <sN>...</sN> markers numbered in the order they open (*text malloc'd);
+ * HY_E_FORMAT when the tags do not pair by name or there are more than 64 pairs. decode
+ * turns a translation's markers back into the run's tags when every marker came back
+ * once, opening before it closes, properly nested; otherwise it drops the markers and
+ * keeps every tag around the whole translation (*moved: the markup is all there, its
+ * place inside the run is not). Pure functions. */
+struct hy_format_tags;
+hy_status hy_format_tags_encode(const char *run, size_t len, struct hy_format_tags **tags,
+                                char **text, size_t *text_len, struct hy_err *err);
+hy_status hy_format_tags_decode(const struct hy_format_tags *tags, const char *tr, size_t n,
+                                char **out, size_t *out_len, bool *moved, struct hy_err *err);
+size_t hy_format_tags_count(const struct hy_format_tags *tags);
+void hy_format_tags_free(struct hy_format_tags *tags);
 
 #endif

@@ -4,7 +4,9 @@
  * placeholder become runs; the content of script, style, pre, code, kbd, samp, textarea,
  * svg and math, and of any element marked translate="no", is kept up to its closing tag
  * (counting nested elements of the same name). The text between tags becomes runs, so
- * inline tags split a sentence into pieces. Entities stay inside the runs as written. */
+ * inline tags split a sentence into pieces; with inline_tags set (the formatted-text
+ * prompt's path) formatting tags such as <b> or <a href> stay inside the run instead.
+ * Entities stay inside the runs as written. */
 #include "translate/format_impl.h"
 
 #include <string.h>
@@ -43,11 +45,12 @@ static bool is(const char *t, size_t a, size_t b, const char *name)
 struct tag {
     size_t name, name_end, end; /* the name's range; end: after the '>' */
     bool closing, self_closing, no_translate;
+    bool text_attr; /* it has an alt, title or placeholder value */
 };
 
-/* Parses the tag at t[p] == '<' (a letter or '/' follows); translatable attribute values
- * go to k as runs. */
-static void parse_tag(struct fmt_runs *k, size_t p, struct tag *g)
+/* Parses the tag at t[p] == '<' (a letter or '/' follows); with emit, translatable
+ * attribute values go to k as runs. */
+static void parse_tag(struct fmt_runs *k, size_t p, struct tag *g, bool emit)
 {
     const char *t = k->t;
     size_t len = k->len, q = p + 1;
@@ -91,8 +94,11 @@ static void parse_tag(struct fmt_runs *k, size_t p, struct tag *g)
             }
         }
         if (is(t, an, an_end, "alt") || is(t, an, an_end, "title") ||
-            is(t, an, an_end, "placeholder"))
-            fmt_region(k, va, vb);
+            is(t, an, an_end, "placeholder")) {
+            g->text_attr = true;
+            if (emit)
+                fmt_region(k, va, vb);
+        }
         if (is(t, an, an_end, "translate") && is(t, va, vb, "no"))
             g->no_translate = true;
     }
@@ -139,6 +145,23 @@ static bool raw_element(const char *t, const struct tag *g)
     return false;
 }
 
+/* With inline_tags: a tag the text flows through (formatting inside a sentence), which
+ * the formatted-text prompt can carry as a marker: no text of its own in attributes, not
+ * marked translate="no". */
+static bool inline_tag(const struct fmt_runs *k, const struct tag *g)
+{
+    static const char *const names[] = {"a",    "abbr", "b",   "bdi",    "bdo",  "cite",
+                                        "data", "del",  "dfn", "em",     "font", "i",
+                                        "ins",  "mark", "q",   "s",      "small", "span",
+                                        "strong", "sub", "sup", "time",  "u"};
+    if (!k->inline_tags || g->text_attr || g->no_translate || g->self_closing)
+        return false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (is(k->t, g->name, g->name_end, names[i]))
+            return true;
+    return false;
+}
+
 void fmt_split_html(struct fmt_runs *k)
 {
     const char *t = k->t;
@@ -156,9 +179,14 @@ void fmt_split_html(struct fmt_runs *k)
         } else if (t[p + 1] == '!' || t[p + 1] == '?') {
             end = past(t, len, p + 2, ">");
         } else if (alpha(t[p + 1]) || (t[p + 1] == '/' && p + 2 < len && alpha(t[p + 2]))) {
-            fmt_region(k, text, p); /* the text before the tag, then its attributes */
             struct tag g;
-            parse_tag(k, p, &g);
+            parse_tag(k, p, &g, false);
+            if (inline_tag(k, &g)) { /* the text goes on through it */
+                p = g.end;
+                continue;
+            }
+            fmt_region(k, text, p); /* the text before the tag, then its attributes */
+            parse_tag(k, p, &g, true);
             end = g.end;
             if (!g.closing && !g.self_closing && !void_element(t, &g) &&
                 (g.no_translate || raw_element(t, &g)))

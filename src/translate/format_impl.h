@@ -15,6 +15,7 @@ struct fmt_runs {
     struct hy_format_run *r;
     size_t n, cap;
     bool oom;
+    bool inline_tags; /* html: inline formatting tags stay inside runs (format_tags.c) */
 };
 
 /* Adds t[a..b) as runs (see above). Records running out of memory in oom. */

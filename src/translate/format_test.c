@@ -277,6 +277,110 @@ static void test_html(void)
                "<p>3 &lt; 4</p></body></html>\n");
 }
 
+/* The document the tags path sends, and the output of finish for a "translation" that
+ * edits that document with fn (identity, <target> wrappers, markers dropped). */
+static void tags_case(const char *in, const char *want_plain, char *(*fn)(const char *, size_t),
+                      const char *want_out, size_t want_tagged, size_t want_moved)
+{
+    struct hy_format_doc *fd = NULL;
+    const char *plain = NULL;
+    size_t n = 0, len = strlen(in), tagged = 0, moved = 0;
+    struct hy_err err = {{0}};
+    CHECKF(hy_format_doc_prepare_tags(HY_FORMAT_HTML, in, len, true, &fd, &plain, &n, &err) ==
+               HY_OK, "%s", err.msg);
+    if (!fd)
+        return;
+    CHECKF(n == strlen(want_plain) && !memcmp(plain, want_plain, n), "plain:\n%.*s\nwant:\n%s",
+           (int)n, plain, want_plain);
+    char *tr = fn(plain, n), *out = NULL;
+    size_t out_n = 0;
+    CHECKF(hy_format_doc_finish(fd, tr, strlen(tr), &out, &out_n, &err) == HY_OK, "%s", err.msg);
+    CHECKF(out && out_n == strlen(want_out) && !memcmp(out, want_out, out_n),
+           "out:\n%.*s\nwant:\n%s", (int)out_n, out ? out : "", want_out);
+    hy_format_doc_tag_counts(fd, &tagged, &moved);
+    CHECKF(tagged == want_tagged && moved == want_moved, "tagged %zu moved %zu", tagged, moved);
+    free(out);
+    free(tr);
+    hy_format_doc_free(fd);
+}
+
+static char *same(const char *s, size_t n)
+{
+    return strndup(s, n);
+}
+
+/* Each run with markers (blank-line separated) wrapped in <target>...</target>, as the
+ * model answers the formatted-text prompt. */
+static char *wrapped(const char *s, size_t n)
+{
+    char *r = malloc(2 * n + 64), *w = r;
+    for (size_t a = 0; a <= n;) {
+        const char *e = a < n ? strstr(s + a, "\n\n") : NULL;
+        size_t b = e ? (size_t)(e - s) : n;
+        bool tagged = memmem(s + a, b - a, "<s", 2) != NULL;
+        w += sprintf(w, "%s%.*s%s%s", tagged ? "<target>" : "", (int)(b - a), s + a,
+                     tagged ? "</target>" : "", e ? "\n\n" : "");
+        a = b + 2;
+    }
+    return r;
+}
+
+/* The markers dropped (a model that lost them), the rest upper-cased as a "translation". */
+static char *lost(const char *s, size_t n)
+{
+    char *r = malloc(n + 1), *w = r;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '<') {
+            const char *e = memchr(s + i, '>', n - i);
+            i = (size_t)(e - s);
+            continue;
+        }
+        *w++ = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 32 : s[i]);
+    }
+    *w = '\0';
+    return r;
+}
+
+static void test_html_tags(void)
+{
+    const char *in = "<p class=x>Hello <b>bold <i>and</i></b> a <a href=\"u.html\">link</a>.</p>\n"
+                     "<p>Broken <b>tag</p><p>No tags.</p><p><span></span></p>\n"
+                     "<p><em>Only</em></p><img alt=\"A cat\"><p>x <a title=\"T\">y</a> z</p>";
+    const char *plain = "Hello <s1>bold <s2>and</s2></s1> a <s3>link</s3>.\n\n"
+                        "Broken\n\ntag\n\nNo tags.\n\n<s1>Only</s1>\n\nA cat\n\nx\n\nT\n\ny\n\nz";
+    tags_case(in, plain, same, in, 2, 0); /* identity: the input byte for byte */
+    tags_case(in, plain, wrapped, in, 2, 0);
+    tags_case(in, plain, lost,
+              "<p class=x><b><i><a href=\"u.html\">HELLO BOLD AND A LINK.</a></i></b></p>\n"
+              "<p>BROKEN <b>TAG</p><p>NO TAGS.</p><p><span></span></p>\n"
+              "<p><em>ONLY</em></p><img alt=\"A CAT\"><p>X <a title=\"T\">Y</a> Z</p>",
+              2, 2);
+    /* markers out of order or repeated count as lost; unknown numbers are text */
+    struct hy_format_tags *t = NULL;
+    char *m = NULL, *o = NULL;
+    size_t mn = 0, on = 0;
+    bool moved = false;
+    const char *run = "a <b>b</b> <i>c</i>";
+    CHECK(hy_format_tags_encode(run, strlen(run), &t, &m, &mn, NULL) == HY_OK);
+    CHECK(!strcmp(m, "a <s1>b</s1> <s2>c</s2>") && hy_format_tags_count(t) == 2);
+    const char *swapped = "<s2>C</s2> A <s1>B</s1> <s9>";
+    CHECK(hy_format_tags_decode(t, swapped, strlen(swapped), &o, &on, &moved, NULL) == HY_OK);
+    CHECKF(!moved && !strcmp(o, "<i>C</i> A <b>B</b> <s9>"), "%s", o); /* reordered: fine */
+    free(o);
+    const char *twice = "<s1>B</s1><s1>B</s1> <s2>C</s2>";
+    CHECK(hy_format_tags_decode(t, twice, strlen(twice), &o, &on, &moved, NULL) == HY_OK);
+    CHECKF(moved && !strcmp(o, "<b><i>BB C</i></b>"), "%s", o);
+    free(o);
+    const char *crossed = "<s1>B <s2>C</s1></s2>";
+    CHECK(hy_format_tags_decode(t, crossed, strlen(crossed), &o, &on, &moved, NULL) == HY_OK);
+    CHECK(moved);
+    free(o);
+    free(m);
+    hy_format_tags_free(t);
+    CHECK(hy_format_tags_encode("<b>x</i>", 8, &t, &m, &mn, NULL) == HY_E_FORMAT && !t);
+    CHECK(hy_format_tags_encode("<b>x", 4, &t, &m, &mn, NULL) == HY_E_FORMAT && !t);
+}
+
 static void test_text_and_names(void)
 {
     round_trip(HY_FORMAT_TEXT, "  One.\n\nTwo.\n", "  " OPEN "One.\n\nTwo." CLOSE "\n");
@@ -388,6 +492,7 @@ int main(void)
     test_srt();
     test_vtt();
     test_html();
+    test_html_tags();
     test_text_and_names();
     test_cuts();
     test_random();

@@ -120,6 +120,12 @@ size_t hy_glossary_size(const struct hy_glossary *g)
     return g->n;
 }
 
+void hy_glossary_get(const struct hy_glossary *g, size_t i, struct hy_glossary_term *t)
+{
+    HY_ASSERT(i < g->n);
+    *t = (struct hy_glossary_term){g->e[i].src, g->e[i].tgt, g->e[i].src_len, g->e[i].tgt_len};
+}
+
 void hy_glossary_langs(const struct hy_glossary *g, const char **src, const char **tgt)
 {
     *src = g->src_lang;
@@ -302,6 +308,19 @@ static hy_status sort_index(struct hy_glossary *g, size_t first, struct hy_err *
         sort_idx(g, g->idx, tmp, g->n);
     }
     free(tmp);
+    return st;
+}
+
+hy_status hy_glossary_add_many(struct hy_glossary *g, const struct hy_glossary_term *terms,
+                               size_t n, struct hy_err *err)
+{
+    size_t first = g->n;
+    hy_status st = HY_OK;
+    for (size_t i = 0; i < n && !st; i++)
+        st = push(g, terms[i].src, terms[i].src_len, terms[i].tgt, terms[i].tgt_len, i + 1, err);
+    if (!st)
+        return sort_index(g, first, err);
+    pop_to(g, first);
     return st;
 }
 

@@ -64,6 +64,24 @@ void hy_glossary_langs(const struct hy_glossary *g, const char **src, const char
 
 size_t hy_glossary_size(const struct hy_glossary *g);
 
+/* Entry i (0 <= i < size) in the order added, borrowed. */
+void hy_glossary_get(const struct hy_glossary *g, size_t i, struct hy_glossary_term *t);
+
+/* Adds terms[0..n) as rows 1..n at once (a JSON list, a TBX file: one sort, not n
+ * insertions). Rules and errors as hy_glossary_add, naming the entry. */
+hy_status hy_glossary_add_many(struct hy_glossary *g, const struct hy_glossary_term *terms,
+                               size_t n, struct hy_err *err);
+
+/* Adds the terms of a TBX file xml[0..len) (TBX-Basic / TBX 2008 `martif` or TBX 2019
+ * `tbx`): each termEntry (conceptEntry) gives one entry, its first term in a langSet
+ * (langSec) of language src as the source and its first in one of language tgt as the
+ * target (xml:lang compared as lang.h codes: "en-US" is en, "zh-TW" zh-Hant); entries
+ * lacking either side are counted in *skipped. Needs expat (a build without it:
+ * HY_E_UNSUPPORTED). HY_E_FORMAT for XML that is not well-formed or no TBX root. */
+hy_status hy_glossary_parse_tbx(struct hy_glossary *g, const char *xml, size_t len,
+                                const char *src, const char *tgt, size_t *skipped,
+                                struct hy_err *err);
+
 /* The terms found in text[0..len) (see the rule above): the first cap of them in order of
  * first occurrence are written to out, *n_found counts them all (more than cap: the caller
  * decides, e.g. reports the ones left out). HY_E_NOMEM for the folded copy of the text. */

@@ -48,6 +48,20 @@ printf 'cat\tKatze\ten\tde\n' >"$TMP/g.tsv"
 expect 0 "TSV with languages" -- "$HYMT" translate -m "$D" $common --from en --glossary "$TMP/g.tsv" "$TMP/doc.txt"
 contains "$TMP/err" "1 segments with glossary terms" "TSV counts"
 
+# a TBX glossary (needs --from: the language of its source terms)
+cat >"$TMP/g.tbx" <<'TBX'
+<?xml version="1.0"?>
+<martif type="TBX-Basic"><text><body>
+<termEntry><langSet xml:lang="en"><tig><term>cat</term></tig></langSet><langSet xml:lang="de"><tig><term>Katze</term></tig></langSet></termEntry>
+<termEntry><langSet xml:lang="en"><tig><term>dog</term></tig></langSet></termEntry>
+</body></text></martif>
+TBX
+expect 0 "TBX glossary" -- "$HYMT" translate -m "$D" $common --from en --glossary "$TMP/g.tbx" "$TMP/doc.txt"
+contains "$TMP/err" "1 segments with glossary terms" "TBX counts"
+contains "$TMP/err" "1 TBX entries without a en and a de term skipped" "TBX skipped"
+expect 1 "TBX without --from" -- "$HYMT" translate -m "$D" $common --glossary "$TMP/g.tbx" "$TMP/doc.txt"
+contains "$TMP/err" "needs --from" "TBX needs --from"
+
 # refusals and errors
 expect 1 "7b style refuses a glossary" -- "$HYMT" translate -m "$DATA/tiny-mqa" $common --glossary "$TMP/g.csv" "$TMP/doc.txt"
 contains "$TMP/err" "needs a HY-MT1.5 model" "names the reason"

@@ -8,7 +8,10 @@
 // Checks: the 38 languages of src/translate/lang.c with their native names, filtering,
 // keyboard-only focus order, a streamed translation (text grows while the request runs),
 // elapsed time and tokens/s, copy, swap, upload of a .md document with its progress bar and
-// the download of its translation, the error on an over-long text (413, server's message),
+// the download of its translation, the glossary and context boxes (sent as the request's
+// glossary and context; refused on the 7b-style tiny model), an .srt upload translated with
+// format "srt" (timings kept) and downloaded as .srt, the translation-memory note (hymt
+// runs with --tm), the error on an over-long text (413, server's message),
 // the demo banner, no external requests, no page errors, a phone-sized layout. Screenshots
 // go to --out. Prints one line per check and "N passed, N failed"; exit 1 on any failure.
 import { spawn, spawnSync } from 'node:child_process';
@@ -77,11 +80,12 @@ async function startServer() {
     fs.writeFileSync(path.join(demo, 'DEMO_MODEL_README'), 'random-weight demo model (web test)\n');
     port = await freePort();
     const logPath = path.join(outDir, 'serve.log');
+    fs.rmSync(path.join(outDir, 'tm.db'), { force: true });
     const log = fs.openSync(logPath, 'w');
     // The same checkpoint as the Chimera model too (its weights shared): the page's
     // best-quality switch shows.
     child = spawn(hymtBin, ['serve', '-m', demo, '--chimera', demo, '--host', '127.0.0.1',
-      '--port', String(port), '--max-chars', String(MAX_CHARS)], { stdio: ['ignore', log, log] });
+      '--port', String(port), '--max-chars', String(MAX_CHARS), '--tm', path.join(outDir, 'tm.db')], { stdio: ['ignore', log, log] });
     child.on('exit', (c, s) => { if (!stopping) console.log(`hymt serve exited (${c ?? s}); log: ${logPath}`); });
   }
   const base = `http://127.0.0.1:${port}/`;
@@ -320,6 +324,7 @@ sys.stdout.buffer.write(b.getvalue())`]);
       'assert z.read("word/styles.xml") == b"styles" and b"<w:t>" in z.read("word/document.xml")', dl2Path]);
     check('.docx downloaded as a .docx', dl2.suggestedFilename() === 'letter.de.docx' && chk.status === 0, dl2.suggestedFilename() + ' ' + chk.stderr);
   }
+  await pro(page);
 
   // Over-long text: the counter warns, the server's 413 message is shown.
   await page.click('#clear');
@@ -400,6 +405,63 @@ async function detection(browser, base) {
   await p2.goto(base);
   check('target from zh-TW is zh-Hant', await p2.inputValue('#tgt-lang') === 'zh-Hant', await p2.inputValue('#tgt-lang'));
   await tw.close();
+}
+
+// The glossary and context boxes, an .srt document and the translation-memory note.
+async function pro(page) {
+  const bodies = [];
+  const onReq = (r) => { if (r.url().endsWith('/api/translate') && r.method() === 'POST') bodies.push(JSON.parse(r.postData() || '{}')); };
+  page.on('request', onReq);
+  // each step marks the page first, so a state left from the step before cannot end the wait
+  const mark = () => page.evaluate(() => { document.body.dataset.state = 'pending'; });
+  const settle = () => page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
+  await page.click('#clear');
+  await page.click('#terms-box summary');
+  await page.fill('#glossary', 'cat=Katze\n\n machine learning = maschinelles Lernen\n');
+  await page.fill('#context', 'The text before.');
+  await page.fill('#src-text', 'My cat does machine learning.');
+  await mark();
+  await page.click('#translate');
+  await settle();
+  const b = bodies[bodies.length - 1] || {};
+  check('glossary box sent as glossary', JSON.stringify(b.glossary) === JSON.stringify([
+    { source: 'cat', target: 'Katze' }, { source: 'machine learning', target: 'maschinelles Lernen' }]), JSON.stringify(b));
+  check('context box sent as context', b.context === 'The text before.', JSON.stringify(b));
+  const state1 = await page.getAttribute('body', 'data-state');
+  if (stub) check('translated with terms', state1 === 'done');
+  else check('7b-style model refuses terms, message shown', state1 === 'error' && /HY-MT1\.5/.test(await page.textContent('#error')), await page.textContent('#error'));
+  await page.fill('#glossary', 'no equals sign here');
+  await mark();
+  await page.click('#translate');
+  await settle();
+  check('bad glossary line named', /Glossary line 1/.test(await page.textContent('#error')), await page.textContent('#error'));
+  await page.fill('#glossary', '');
+  await page.fill('#context', '');
+  // a subtitle file: sent with format "srt", comes back with its timings, downloads as .srt
+  const srt = '1\n00:00:01,000 --> 00:00:02,500\nHello there.\nSecond line.\n\n2\n00:00:03,000 --> 00:00:04,000\nGood bye.\n';
+  await mark();
+  const chooserP = page.waitForEvent('filechooser');
+  await page.click('#upload');
+  await (await chooserP).setFiles({ name: 'movie.srt', mimeType: 'application/x-subrip', buffer: Buffer.from(srt) });
+  await settle();
+  const sb = bodies[bodies.length - 1] || {};
+  const out = await page.textContent('#out');
+  check('srt sent with format srt', sb.format === 'srt' && sb.text === srt.trim(), JSON.stringify(sb).slice(0, 200));
+  check('srt translated', await page.getAttribute('body', 'data-state') === 'done', await page.isVisible('#error') ? await page.textContent('#error') : '');
+  const keep = ['1', '00:00:01,000 --> 00:00:02,500', '', '2', '00:00:03,000 --> 00:00:04,000'];
+  check('srt timings and numbers kept', keep.every((k) => out.split('\n').includes(k)) && out.split('\n').length === srt.split('\n').length, JSON.stringify(out));
+  const dlP = page.waitForEvent('download');
+  await page.click('#download');
+  check('srt downloads as .srt', (await dlP).suggestedFilename() === 'movie.de.srt');
+  // the translation-memory note (the stub reports hits for "__tm__"; hymt runs with --tm)
+  await page.click('#clear');
+  await page.fill('#src-text', stub ? 'Remembered __tm__ sentence.' : 'No.');
+  await mark();
+  await page.click('#translate');
+  await settle();
+  const note = await page.isVisible('#tm-note') ? await page.textContent('#tm-note') : '';
+  check('translation-memory note shown', stub ? /1 segment from the translation memory/.test(note) : /translation memory/.test(note), note);
+  page.off('request', onReq);
 }
 
 async function setOptions(page, o) {

@@ -14,7 +14,9 @@
 //          data: {"type":"progress","segments_done":d,"segments_total":n}
 //          data: {"type":"done","source_lang",...,"usage":{...},"timing_ms":{...}}
 //        Text containing "__queue_full__" gets 429 with Retry-After; over --max-chars 413;
-//        "__slow__" slows the stream down (for Stop).
+//        "__slow__" slows the stream down (for Stop); "__tm__" puts "tm": {"hits": segments}
+//        into the done event (as `hymt serve --tm`); "format" srt/vtt keeps numbers, timings
+//        and headers (as the server's splitter); glossary/context are accepted.
 //   POST /detect  {"q"}: LibreTranslate's shape, [{"language","confidence"}, ...]; a toy
 //        detector (Han -> zh, a few German words -> de, other letters -> en, none -> []),
 //        enough for the page's detection as you type (the real one: hymt's test mode).
@@ -74,7 +76,8 @@ async function translate(req, res, body) {
   const detected = src === 'auto' ? (/[\u4e00-\u9fff]/.test(text) ? 'zh' : 'en') : src;
   const t0 = Date.now();
   const segs = segment(text);
-  const words = (s) => s.split(/(\s+)/).filter(Boolean).map((w) => (/^\s+$/.test(w) ? w : `⟨${tgt}:${w}⟩`));
+  const markup = (w) => (j.format === 'srt' || j.format === 'vtt') && /^(\d+|WEBVTT|-->|[\d:.,]+)$/.test(w);
+  const words = (s) => s.split(/(\s+)/).filter(Boolean).map((w) => (/^\s+$/.test(w) || markup(w) ? w : `⟨${tgt}:${w}⟩`));
   let closed = false;
   res.on('close', () => { closed = true; });
   if (!j.stream) {
@@ -102,6 +105,7 @@ async function translate(req, res, body) {
   res.end(`data: ${JSON.stringify({
     type: 'done', source_lang: detected, target_lang: tgt, model: MODEL, segments: segs.length,
     segments_done: segs.length, segments_total: segs.length, demo: true,
+    ...(text.includes('__tm__') ? { tm: { hits: segs.length, stored: 0 } } : {}),
     usage: { prompt_tokens: n, completion_tokens: tokens }, timing_ms: { queue: 0, first_token: firstToken ?? 0, total: Date.now() - t0 },
   })}\n\n`);
 }
