@@ -7,7 +7,9 @@
  * ZH-HANT mapped onto hymt's languages (a variant's spelling is the model's own choice:
  * en-US and en-GB both ask for English). Fields DeepL has that hymt cannot honour get a
  * 400 naming them; unknown fields too. Errors are DeepL's {"message": "..."} (400, 403,
- * 413, 429, 500, 503). The translation itself is /api/translate's job (tr.h, compat.h). */
+ * 413, 429, 500, 503). glossary_id takes a glossary of /v1/glossaries (glossary_store.h)
+ * and context DeepL's context text, both through HY-MT1.5's prompts (a 7b-style model
+ * refuses them). The translation itself is /api/translate's job (tr.h, compat.h). */
 #include "server/compat.h"
 
 #include "core/json.h"
@@ -57,12 +59,14 @@ struct dl {
     struct hy_compat c;
     const struct hy_lang *src; /* given */
     bool billed;               /* show_billed_characters */
+    char *context;             /* DeepL's context, copied out of the body */
 };
 
 static void dl_free(void *ctx)
 {
     struct dl *d = ctx;
     hy_compat_free(&d->c);
+    free(d->context);
     free(d);
 }
 
@@ -143,8 +147,8 @@ static bool check_fields(struct hy_http_req *req, json_t *body)
         {"split_sentences", "1", "hymt always splits into sentences itself"},
         {"preserve_formatting", "0|1", "must be 0 or 1"},
         {"show_billed_characters", "0|1", "must be 0 or 1"},
-        {"glossary_id", "-", "glossaries are not available through this API yet"},
-        {"context", "-", "context is not supported by this API"},
+        {"glossary_id", "", ""},
+        {"context", "", ""},
         {"model_type", "-", "hymt runs one model"},
         {"outline_detection", "-", "not supported (no XML outline detection)"},
         {"non_splitting_tags", "-", "not supported"},
@@ -198,6 +202,47 @@ static json_t *texts(struct hy_http_req *req, json_t *body)
     return list;
 }
 
+/* glossary_id (the server's store, glossary_store.h: it must be for the request's pair and
+ * names the source when none is given) and context into job; answers 4xx and returns
+ * false (job then holds no glossary). */
+static bool glossary_and_context(struct hy_http_req *req, json_t *body, struct dl *d,
+                                 struct hy_tr_job *job)
+{
+    bool bad_g = false, bad_c = false;
+    const char *gid = str_field(body, "glossary_id", &bad_g);
+    const char *ctx = str_field(body, "context", &bad_c);
+    struct hy_gstore *gs = req->srv->cfg.glossaries;
+    struct hy_err err = {{0}};
+    if (bad_g || bad_c)
+        return !hy_http_error(req, 400, "invalid_parameter", "Value for '%s' not supported.",
+                              bad_g ? "glossary_id" : "context");
+    if (gid && gid[0] && (!gs || hy_gstore_acquire(gs, gid, &job->glossary, &err)))
+        return !hy_http_error(req, 400, "glossary_not_found",
+                              "Value for 'glossary_id' not supported: no such glossary.");
+    if (job->glossary) {
+        const struct hy_gstore_info *g = hy_gstore_info(job->glossary);
+        const struct hy_lang *gsrc = hy_lang_find(g->src);
+        if (hy_lang_find(g->tgt) != job->tgt || (d->src && d->src != gsrc)) {
+            hy_gstore_release(job->glossary);
+            job->glossary = NULL;
+            return !hy_http_error(req, 400, "glossary_language_mismatch",
+                                  "The glossary is for %s -> %s, not the requested pair.",
+                                  g->src, g->tgt);
+        }
+        job->src = d->src = gsrc;
+    }
+    if (ctx && ctx[0]) {
+        if (!(d->context = strdup(ctx))) {
+            hy_gstore_release(job->glossary);
+            job->glossary = NULL;
+            return !hy_http_error(req, 500, "out_of_memory", "out of memory");
+        }
+        job->context = d->context;
+        job->context_len = strlen(ctx);
+    }
+    return true;
+}
+
 /* Languages and tag handling into job / d / fmt; answers 400 and returns false. */
 static bool parse(struct hy_http_req *req, json_t *body, struct dl *d, struct hy_tr_job *job,
                   enum hy_format *fmt)
@@ -216,6 +261,8 @@ static bool parse(struct hy_http_req *req, json_t *body, struct dl *d, struct hy
         return !hy_http_error(req, 400, "unknown_language", "Value for 'source_lang' not "
                               "supported.");
     job->src = d->src;
+    if (!glossary_and_context(req, body, d, job))
+        return false;
     *fmt = th && th[0] ? HY_FORMAT_HTML : HY_FORMAT_TEXT; /* xml: text nodes as in HTML */
     json_t *billed = json_object_get(body, "show_billed_characters");
     d->billed = json_is_true(billed) || (json_is_string(billed) && !strcmp(json_string_value(billed), "1"));
@@ -237,6 +284,9 @@ bool hy_api_deepl_translate(struct hy_http_req *req)
         list = texts(req, body);
     json_decref(body);
     if (!list) {
+        hy_gstore_release(job.glossary);
+        if (d)
+            free(d->context);
         free(d);
         return true;
     }
@@ -247,6 +297,7 @@ bool hy_api_deepl_translate(struct hy_http_req *req)
     hy_status st = hy_compat_plan(&d->c, list, fmt, 1, &sp, &err);
     json_decref(list);
     if (st) {
+        hy_gstore_release(job.glossary);
         dl_free(d);
         return hy_http_error(req, st == HY_E_NOMEM ? 500 : 400, "invalid_parameter", "%s",
                              err.msg);

@@ -701,7 +701,17 @@ bool hy_api_translate(struct hy_http_req *req)
 bool hy_tr_start(struct hy_http_req *req, const struct hy_tr_job *job)
 {
     HY_ASSERT(job->n <= HY_TR_MAX_ITEMS);
+    if ((job->glossary || job->context_len) && !hy_prompt_ext_supported(req->srv->style)) {
+        hy_gstore_release(job->glossary);
+        if (job->ctx_free)
+            job->ctx_free(job->ctx);
+        return hy_http_error(req, 400, "unsupported_by_model",
+                             "glossaries and context need a HY-MT1.5 model (dense prompt style); "
+                             "this model has the %s style (Hunyuan-MT-7B)",
+                             hy_prompt_style_name(req->srv->style));
+    }
     if (job->n == 0) {
+        hy_gstore_release(job->glossary);
         job->answer(req, job->ctx, NULL, NULL, NULL, 0);
         if (job->ctx_free)
             job->ctx_free(job->ctx);
@@ -717,13 +727,17 @@ bool hy_tr_start(struct hy_http_req *req, const struct hy_tr_job *job)
         t->ctx_free = job->ctx_free;
         t->text = malloc(bytes);
         t->items = calloc(job->n, sizeof *t->items);
+        t->x.ref = job->glossary; /* released with t */
+        t->x.context = job->context_len ? strndup(job->context, job->context_len) : NULL;
     }
-    if (!t || !t->text || !t->items) {
+    if (!t || !t->text || !t->items || (job->context_len && !t->x.context)) {
         if (t) {
             t->req = NULL;
             tr_free(t);
-        } else if (job->ctx_free) {
-            job->ctx_free(job->ctx);
+        } else {
+            hy_gstore_release(job->glossary);
+            if (job->ctx_free)
+                job->ctx_free(job->ctx);
         }
         return hy_http_error(req, 500, "out_of_memory", "out of memory");
     }
@@ -732,6 +746,9 @@ bool hy_tr_start(struct hy_http_req *req, const struct hy_tr_job *job)
     t->o.tgt = job->tgt;
     t->o.sampling = job->sampling;
     t->o.max_new_tokens = job->max_new_tokens;
+    t->o.glossary = job->glossary ? hy_gstore_glossary(job->glossary) : NULL;
+    t->o.context = t->x.context;
+    t->o.context_len = job->context_len;
     t->n_items = job->n;
     for (size_t i = 0, off = 0; i < job->n; i++) {
         struct tr_item *it = &t->items[i];

@@ -9,6 +9,7 @@
 #define HY_SERVER_TR_H
 
 #include "server/http.h"
+#include "translate/glossary_store.h"
 #include "translate/lang.h"
 
 #define HY_TR_MAX_ITEMS 4096 /* texts of one job (a batch's texts, an HTML page's runs) */
@@ -28,6 +29,10 @@ struct hy_tr_job {
     const struct hy_lang *tgt;
     struct hy_sampler_params sampling;
     int max_new_tokens;       /* per segment; 0: the document path's default */
+    struct hy_gstore_ref *glossary; /* a stored glossary (DeepL's glossary_id), or NULL;
+                                     * taken: released when the job ends, whatever happens */
+    const char *context;      /* text before each text (the context prompt), copied; or NULL */
+    size_t context_len;
     hy_tr_answer_fn answer;
     void *ctx;                /* the callback's; freed with ctx_free (may be NULL) at the end */
     void (*ctx_free)(void *ctx);

@@ -151,6 +151,19 @@ def glossary_routes(srv):
     for body, want in bad:
         st, j = post(srv, "/v1/glossaries", body)
         c.check(st == want and "error" in j, "bad glossary %s: %s %s" % (body, st, j))
+    # DeepL's /v2/translate takes a stored glossary_id and context too
+    st, j = post(srv, "/v2/translate", {"text": [SEG], "target_lang": "DE", "glossary_id": gid})
+    c.check(st == 200 and len(j.get("translations", [])) == 1 and
+            j["translations"][0]["detected_source_language"] == "EN", "DeepL glossary_id: %s %s"
+            % (st, j))
+    st, j = post(srv, "/v2/translate", {"text": [SEG], "target_lang": "DE", "context": "Before."})
+    c.check(st == 200, "DeepL context: %s %s" % (st, j))
+    st, j = post(srv, "/v2/translate", {"text": [SEG], "target_lang": "DE", "glossary_id": "x"})
+    c.check(st == 400 and j == {"message": "Value for 'glossary_id' not supported: no such "
+                                           "glossary."}, "DeepL unknown glossary: %s %s" % (st, j))
+    st, j = post(srv, "/v2/translate", {"text": [SEG], "target_lang": "FR", "glossary_id": gid})
+    c.check(st == 400 and "glossary is for en -> de" in j.get("message", ""),
+            "DeepL glossary for another pair: %s %s" % (st, j))
     st, j = get(srv, "/v1/glossaries/nope")
     c.check(st == 404 and j["error"]["code"] == "glossary_not_found", "GET unknown: %s" % j)
     st, j = post(srv, "/v1/glossaries/%s" % gid, {"x": 1}, "PUT")
@@ -267,6 +280,9 @@ def memory(data):
         st, d = translate(srv, greedy=False, text=doc, max_tokens=300, tm=False)
         c.check(st == 200 and "tm" not in d and d["usage"]["completion_tokens"] > 0,
                 "tm false: %s" % d)
+        st, j = post(srv, "/v2/translate", {"text": ["x"], "target_lang": "DE", "context": "y"})
+        c.check(st == 400 and "HY-MT1.5" in j.get("message", ""), "7b DeepL context: %s %s"
+                % (st, j))
         # 7b style: glossary and context are refused before anything runs
         for kw in ({"glossary": [{"source": "a", "target": "b"}]}, {"context": "x"}):
             st, j = translate(srv, text=doc, **kw)
