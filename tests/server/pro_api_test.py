@@ -277,6 +277,18 @@ def memory(data):
         c.check(re.search(r"^hymt_tm_hits_total 2$", m, re.M) is not None and
                 re.search(r"^hymt_tm_stored_total 2$", m, re.M) is not None,
                 "metrics: %s" % re.findall(r"^hymt_tm.*$", m, re.M))
+        # a second server on the same file (WAL): it finds what the first one stored, while
+        # the first one keeps running and reading
+        other = Server(hymt, os.path.join(data, "tiny-mqa"), "--tm", db)
+        try:
+            st, e = translate(other, greedy=False, text=doc, max_tokens=300)
+            st2, f = translate(srv, greedy=False, text=doc, max_tokens=300)
+            c.check(st == 200 and e["tm"] == {"hits": 2, "stored": 0} and
+                    e["usage"]["completion_tokens"] == 0 and e["translation"] == a["translation"]
+                    and st2 == 200 and f["tm"]["hits"] == 2,
+                    "a second server sharing the memory: %s / %s" % (e, f))
+        finally:
+            c.check(other.stop() == 0, "second server exit")
         st, d = translate(srv, greedy=False, text=doc, max_tokens=300, tm=False)
         c.check(st == 200 and "tm" not in d and d["usage"]["completion_tokens"] > 0,
                 "tm false: %s" % d)
