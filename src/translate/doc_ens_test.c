@@ -6,7 +6,8 @@
  * prompt of the candidates the hook reported (prompt_chimera.h), decoded greedily alone
  * through a hy_ctx, joined with the original separators. Then: the same seed gives the same
  * candidates and output, another seed other candidates; the progress hook reports k of k;
- * k out of 2..6, no Chimera engine, an unknown source language: HY_E_INVAL. */
+ * k out of 2..6, no Chimera engine, a source language neither given nor detected:
+ * HY_E_INVAL. */
 #include "backend/cpu/cpu.h"
 #include "test.h"
 #include "translate/doc.h"
@@ -218,7 +219,11 @@ int main(void)
         CHECK(run_doc(e, ce, 7, 7, "en", &b, &rb, &err) == HY_E_INVAL);
         CHECK(run_doc(e, NULL, 3, 7, "en", &b, &rb, &err) == HY_E_INVAL &&
               strstr(err.msg, "--chimera"));
-        CHECK(run_doc(e, ce, 3, 7, NULL, &b, &rb, &err) == HY_E_INVAL &&
+        /* a source the text does not show (digits only): refused, the prompt names it */
+        struct hy_doc_opts od = {.tgt = hy_lang_find("de"), .write = sink, .write_ctx = &b,
+                                 .ensemble = 3, .chimera = ce, .chimera_tok = tok};
+        CHECK(hy_lang_detect("2026-12-01 10:00", 16) == NULL);
+        CHECK(hy_doc_translate(e, tok, "2026-12-01 10:00", 16, &od, &rb, &err) == HY_E_INVAL &&
               strstr(err.msg, "source language"));
         struct hy_engine_stats s1, s2;
         hy_engine_stats(e, &s1);

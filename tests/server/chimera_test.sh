@@ -126,7 +126,7 @@ for k in 1 7 '"3"' 2.5; do
 done
 post nocand '{"text":"Hello.","source_lang":"en","target_lang":"de","candidates":true}'
 code nocand 400
-post nosrc '{"text":"Hello there, friends.","target_lang":"de","ensemble":2}'
+post nosrc '{"text":"2026-12-01 10:00","target_lang":"de","ensemble":2}' # no language shows
 code nosrc 400
 py nosrc "'source language' in j['error']['message']"
 checks=$((checks + 1))
