@@ -9,7 +9,9 @@ Bursts at 10x capacity. The server admits --max-running 4 + --max-queue 12 = 16 
      every request gets 200 or 429; each 429 is our JSON error with Retry-After and comes
      fast (p99 under 250 ms); the admitted requests' p99 stays within 2x of the unloaded
      p99 (+ 50 ms for thread start-up on a loaded CI machine); both routes are admitted by
-     one rule (each gets at least a quarter of the admissions).
+     one rule (each gets at least a quarter of the admissions). A burst that breaks a
+     latency bound is measured once more against a fresh unloaded p99 (a shared machine's
+     noise does not repeat; a slow server does).
 CI: 3 bursts; --long: 30 (HYMT_RELIABILITY_LONG=1 too)."""
 import argparse
 import json
@@ -87,14 +89,32 @@ def burst(port, n, ch, k, p99_ref):
                  "burst %d: a 429 without our error or Retry-After: %r %r" % (k, o[2], o[3][:100]))
     rej_p99 = rl.percentile([o[4] for o in rej], 99)
     ok_p99 = rl.percentile([o[4] for o in ok], 99)
-    ch.check(rej_p99 < 0.25, "burst %d: 429 p99 %.0f ms (over 250 ms)" % (k, rej_p99 * 1e3))
-    ch.check(ok_p99 <= 2 * p99_ref + 0.05, "burst %d: admitted p99 %.0f ms, over 2x the unloaded "
-             "%.0f ms" % (k, ok_p99 * 1e3, p99_ref * 1e3))
     by_route = {r: sum(1 for o in ok if o[0] == r) for r in ("/api/translate", "/v1/completions")}
     ch.check(min(by_route.values()) * 4 >= len(ok), "burst %d: admissions by route %s" % (
         k, by_route))
     print("burst %d: %d admitted (%s), %d refused; admitted p99 %.0f ms, 429 p99 %.1f ms" % (
         k, len(ok), by_route, len(rej), ok_p99 * 1e3, rej_p99 * 1e3))
+    return timing_faults(k, ok_p99, rej_p99, p99_ref)
+
+
+def timing_faults(k, ok_p99, rej_p99, p99_ref):
+    """The latency bounds a burst broke (an empty list when it kept them)."""
+    faults = []
+    if rej_p99 >= 0.25:
+        faults.append("burst %d: 429 p99 %.0f ms (over 250 ms)" % (k, rej_p99 * 1e3))
+    if ok_p99 > 2 * p99_ref + 0.05:
+        faults.append("burst %d: admitted p99 %.0f ms, over 2x the unloaded %.0f ms" % (
+            k, ok_p99 * 1e3, p99_ref * 1e3))
+    return faults
+
+
+def unloaded_p99(port, ch):
+    lat = unloaded(port, 10, 6)
+    p99 = rl.percentile(lat, 99)
+    ch.check(p99 != float("inf"), "unloaded: a request failed")
+    print("unloaded (10 clients): p50 %.0f ms, p99 %.0f ms" % (rl.percentile(lat, 50) * 1e3,
+                                                                 p99 * 1e3))
+    return p99
 
 
 def main():
@@ -109,13 +129,19 @@ def main():
     ch = rl.Checks("burst")
     try:
         unloaded(srv.port, 10, 2)  # warm-up
-        lat = unloaded(srv.port, 10, 6)
-        p99 = rl.percentile(lat, 99)
-        ch.check(p99 != float("inf"), "unloaded: a request failed")
-        print("unloaded (10 clients): p50 %.0f ms, p99 %.0f ms" % (
-            rl.percentile(lat, 50) * 1e3, p99 * 1e3))
+        p99 = unloaded_p99(srv.port, ch)
         for k in range(30 if long_ else 3):
-            burst(srv.port, 160, ch, k, p99)
+            faults = burst(srv.port, 160, ch, k, p99)
+            if faults:
+                # The bounds compare two latency samples taken seconds apart; on a shared
+                # machine another process can stretch one of them. A server that breaks them
+                # breaks them again against a fresh baseline; noise does not repeat.
+                print("burst %d: %s; measured again" % (k, "; ".join(faults)))
+                time.sleep(1)
+                p99 = unloaded_p99(srv.port, ch)
+                faults = burst(srv.port, 160, ch, k, p99)
+            for f in faults:
+                ch.check(False, f)
             time.sleep(0.5)
         st, _, _ = rl.request(srv.port, "GET", "/health")
         ch.check(st == 200 and srv.proc.poll() is None, "the server after the bursts: %s" % st)
