@@ -245,6 +245,7 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
     return rc;
 }
 #endif
+
 /* The translation memory and the glossary store, before anything listens. */
 static int open_stores(const struct serve_opts *o, struct hy_server_config *cfg, char *tm_model,
                        size_t cap)
@@ -280,14 +281,9 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     struct hy_err err = {{0}};
     struct hy_server *srv = NULL;
     struct cli_stack stk;
-    char tm_model[256];
-    if (open_stores(o, cfg, tm_model, sizeof tm_model))
-        return 1;
     hy_status st = hy_server_create(&srv, cfg, &err);
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
-        hy_gstore_destroy(cfg->glossaries);
-        hy_tm_close(cfg->tm);
         return 1;
     }
     const char *scheme = cfg->tls_cert ? "https" : "http";
@@ -319,8 +315,6 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     }
     hy_server_destroy(srv); /* before the engine: workers may still read it */
     cli_stack_free(&stk);
-    hy_gstore_destroy(cfg->glossaries);
-    hy_tm_close(cfg->tm);
     return rc;
 }
 
@@ -383,16 +377,28 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that went away is an error return, not a signal */
+    if (!o.queue && o.result_ttl > 0)
+        return cli_fail(&cmd, "--result-ttl is for a front end (--queue)");
+#ifndef HYMT_QUEUE
     if (o.queue) {
-#ifdef HYMT_QUEUE
-        return run_front(&o, &cfg, &ep, &set);
-#else
         fprintf(stderr, "hymt serve: --queue: this hymt was built without the Redis queue "
                         "(install libhiredis-dev and rebuild)\n");
         return 1;
-#endif
     }
-    if (o.result_ttl > 0)
-        return cli_fail(&cmd, "--result-ttl is for a front end (--queue)");
-    return run(&o, &cfg, &ep, &set);
+#endif
+    /* the memory and the glossaries live in the process that runs the translations'
+     * documents: this one, with its own engine or as a front end of the queue */
+    char tm_model[256];
+    if (open_stores(&o, &cfg, tm_model, sizeof tm_model))
+        return 1;
+    int rc;
+#ifdef HYMT_QUEUE
+    if (o.queue)
+        rc = run_front(&o, &cfg, &ep, &set);
+    else
+#endif
+        rc = run(&o, &cfg, &ep, &set);
+    hy_gstore_destroy(cfg.glossaries);
+    hy_tm_close(cfg.tm);
+    return rc;
 }
