@@ -17,9 +17,12 @@ for a language when log P(gram | language, order) > FLOOR; its score is the quan
 log-probability above FLOOR (1/8 nat steps, 1..255); an unstored gram scores 0 for every
 language, so a sum of scores is a naive-Bayes log-likelihood with FLOOR for unseen grams.
 
-Usage: scripts/lang_profiles.py [--locale DIR] [--textcat DIR] [-o FILE]
-Without --textcat the script fetches libexttextcat-data with apt-get download into a
-temporary folder. It prints the corpus size per language."""
+  - Debian's fortune cookies (fortunes-min, -ru, -es, -de, -it, -pl, -br, -cs): everyday
+    language the catalogs lack, up to FORTUNE_CAP characters per language that has them.
+Usage: scripts/lang_profiles.py [--locale DIR] [--textcat DIR] [--fortunes DIR] [-o FILE]
+Without --textcat (--fortunes) the script fetches libexttextcat-data (the fortune
+packages) with apt-get download into a temporary folder; --fortunes names their
+usr/share/games/fortunes. It prints the corpus size per language."""
 import argparse, collections, glob, math, os, random, re, struct, subprocess, sys
 import tempfile, unicodedata
 
@@ -54,6 +57,13 @@ LANGS = [
     ('han', 'zh-Hant', ['zh_TW', 'zh_HK']),
 ]
 FINGERPRINTS = {'ar', 'fa', 'ur', 'ug'}
+# Everyday language the catalogs lack (first person, food, weather): Debian's fortune
+# cookies where a package has them, paths under usr/share/games/fortunes.
+FORTUNE_PACKAGES = ['fortunes-min', 'fortunes-ru', 'fortunes-es', 'fortunes-de', 'fortunes-it',
+                    'fortunes-pl', 'fortunes-br', 'fortunes-cs']
+FORTUNES = {'en': ['fortunes', 'literature', 'riddles'], 'ru': ['ru'], 'es': ['es'],
+            'de': ['de'], 'it': ['it'], 'pl': ['pl'], 'pt': ['brasil'], 'cs': ['cs']}
+FORTUNE_CAP = 2_000_000  # characters per language
 FP_SCALE = 3e6
 FLOOR = -12.0          # log-probability of an unseen gram (nats)
 STEP = 8               # quantization: 1/STEP nat
@@ -182,6 +192,44 @@ def corpus(locale, code, folders):
     return res, len(files)
 
 
+def fortunes(root, code):
+    """The fortune cookies of code under root (one text each), shuffled and capped."""
+    files = []
+    for rel in FORTUNES.get(code, []):
+        p = os.path.join(root, rel)
+        if os.path.isdir(p):
+            files += sorted(os.path.join(p, f) for f in os.listdir(p))
+        else:
+            files.append(p)
+    out = []
+    for f in files:
+        if f.endswith('.dat') or os.path.islink(f) or not os.path.isfile(f):
+            continue
+        try:
+            text = open(f, encoding='utf-8').read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        out += [t.strip() for t in re.split(r'\n%\n', text) if t.strip()]
+    random.Random(2).shuffle(out)
+    res, total = [], 0
+    for t in out:
+        if total > FORTUNE_CAP:
+            break
+        res.append(t)
+        total += len(t)
+    return res
+
+
+def fortune_dir(arg):
+    if arg:
+        return arg
+    tmp = tempfile.mkdtemp()
+    subprocess.run(['apt-get', 'download'] + FORTUNE_PACKAGES, cwd=tmp, check=True)
+    for deb in glob.glob(tmp + '/*.deb'):
+        subprocess.run(['dpkg-deb', '-x', deb, tmp + '/x'], check=True)
+    return tmp + '/x/usr/share/games/fortunes'
+
+
 def fingerprint(path):
     c = collections.Counter()
     for r, line in enumerate(open(path, encoding='utf-8')):
@@ -214,13 +262,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--locale', default='/usr/share/locale')
     ap.add_argument('--textcat')
+    ap.add_argument('--fortunes')
     ap.add_argument('-o', default=os.path.join(os.path.dirname(__file__), '..', 'src',
                                                 'translate', 'lang_profiles.bin'))
     a = ap.parse_args()
     tc = textcat_dir(a.textcat)
+    fd = fortune_dir(a.fortunes)
     entries = {}  # hash -> (gram, {lang index: q})
     for li, (group, code, folders) in enumerate(LANGS):
         texts, nfiles = corpus(a.locale, code, folders)
+        texts += fortunes(fd, code)
         cnt = collections.Counter()
         for t in texts:
             cnt.update(grams(t, group))

@@ -132,8 +132,13 @@ static void test_detect(void)
     DETECT("Dzień dobry, jak się dzisiaj masz?", "pl");
     DETECT("Dobrý den, jak se dnes máte? Děkuji.", "cs");
     DETECT("Goedemorgen, hoe gaat het vandaag met je?", "nl");
+    DETECT("Me gusta mucho el café con leche por la mañana.", "es");
+    DETECT("Você quer ir ao cinema amanhã?", "pt");
+    DETECT("Vuoi andare al cinema domani?", "it");
     /* Cyrillic */
     DETECT("Привет, как у тебя сегодня дела?", "ru");
+    DETECT("Я сегодня очень устал.", "ru");
+    DETECT("Я сьогодні дуже втомився.", "uk");
     DETECT("Привіт, як справи? Добре, дякую.", "uk");
     DETECT("Сәлеметсіз бе? Қалайсыз?", "kk");
     DETECT("Сайн байна уу? Монгол үндэстэн өдөр", "mn");
