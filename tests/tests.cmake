@@ -180,6 +180,12 @@ add_test(NAME translate_docx_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(translate_docx_test PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
 
+# How the CLI chooses a model's prompts (issue 19 item 1): the generation by name, flag or
+# tokenizer, `hymt info`, Hy-MT2's instruction flags, `hymt generate --to`.
+add_test(NAME translate_prompt_cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/prompt_cli_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(translate_prompt_cli_test PROPERTIES LABELS unit TIMEOUT 300)
+
 # `hymt translate` on Markdown, SRT, WebVTT and HTML files (issue 18 item 4): markup lines
 # unchanged, text lines translated, --format.
 add_test(NAME translate_format_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/format_cli_test.sh

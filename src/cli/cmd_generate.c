@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "model/hunyuan.h"
 #include "tokenizer/tokenizer.h"
+#include "translate/prompt_detect.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +32,11 @@ static const struct cli_cmd cmd = {
     "  --ids LIST            prompt token ids, comma-separated\n"
     "  --prompt TEXT         prompt text, encoded with MODEL/tokenizer.json as it is: no\n"
     "                        template, no BOS; control tokens written in it are honoured\n"
+    "  --to LANG             --prompt is text to translate into LANG: the model's\n"
+    "                        translation prompt in its chat template (BOS included)\n"
+    "  --from LANG           the source language for --to (default: detected)\n"
+    "  --prompt-style GEN    for --to: auto (default: from the model's name, config and\n"
+    "                        tokenizer), mt1, mt1.5 or mt2\n"
     "  --text                print the generated text instead of the ids\n"
     "  -n, --n-predict N     tokens to generate (1..65536)\n"
     "  --temp T              sampling temperature; 0 (default) is greedy\n"
@@ -53,7 +59,7 @@ static const struct cli_cmd cmd = {
 };
 
 struct gen_opts {
-    const char *model, *ids, *prompt, *dump, *device, *quant, *kv_type;
+    const char *model, *ids, *prompt, *dump, *device, *quant, *kv_type, *to, *from, *style;
     int64_t n, seed, threads;
     double temp;
     bool ignore_eos, text, fp8_gemm;
@@ -145,6 +151,29 @@ static int encode_prompt(const char *dir, const char *text, int32_t *ids, int ca
     else if (n == 0)
         fprintf(stderr, "hymt generate: --prompt: the text encodes to no tokens\n");
     return s || n == 0 ? -1 : (int)n;
+}
+
+/* --prompt as a translation into --to with the model's prompts; the id count or -1. */
+static int encode_translation(const struct gen_opts *o, const struct cli_model *mp, int32_t *ids,
+                              int cap)
+{
+    const struct hy_lang *tgt = hy_lang_find(o->to), *src = o->from ? hy_lang_find(o->from) : NULL;
+    if (!src)
+        src = hy_lang_detect(o->prompt, strlen(o->prompt));
+    struct hy_tok *tok = NULL;
+    struct hy_err err = {{0}};
+    struct hy_prompt_profile p;
+    size_t n = 0;
+    hy_status s = hy_tok_load(&tok, mp->path, &err);
+    if (!s)
+        s = cli_prompt_profile(mp, o->style, tok, &p, &err);
+    if (!s)
+        s = hy_prompt_translate(tok, &p.kind, src, tgt, o->prompt, strlen(o->prompt), ids,
+                                (size_t)cap, &n, &err);
+    hy_tok_destroy(tok);
+    if (s)
+        fprintf(stderr, "hymt generate: %s\n", err.msg);
+    return s ? -1 : (int)n;
 }
 
 static int run(const struct gen_opts *o, const int32_t *prompt, int n_prompt)
@@ -245,6 +274,9 @@ int cmd_generate(int argc, char **argv)
         {"ignore-eos", CLI_FLAG, &o.ignore_eos, 0, 0, false},
         {"text", CLI_FLAG, &o.text, 0, 0, false},
         {"dump-logits", CLI_STR, &o.dump, 0, 0, false},
+        {"to", CLI_STR, &o.to, 0, 0, false},
+        {"from", CLI_STR, &o.from, 0, 0, false},
+        {"prompt-style", CLI_STR, &o.style, 0, 0, false},
         CLI_LOAD_OPTS(&o),
     };
     const char *pos[1];
@@ -264,11 +296,20 @@ int cmd_generate(int argc, char **argv)
         return 2;
     if (!o.ids == !o.prompt)
         return cli_fail(&cmd, "give the prompt with either --ids 1,2,3 or --prompt TEXT");
+    if ((o.from || o.style) && !o.to)
+        return cli_fail(&cmd, "--from and --prompt-style go with --to LANG");
+    if (o.to && !o.prompt)
+        return cli_fail(&cmd, "--to translates --prompt TEXT");
+    if (cli_check_prompt_style(&cmd, o.style))
+        return 2;
+    if ((o.to && !hy_lang_find(o.to)) || (o.from && !hy_lang_find(o.from)))
+        return cli_fail(&cmd, "unknown language '%s'", o.to && !hy_lang_find(o.to) ? o.to : o.from);
     int32_t *prompt = malloc(GEN_MAX_IDS * sizeof *prompt);
     if (!prompt)
         return 1;
-    int n_prompt = o.ids ? cli_parse_ids(&cmd, o.ids, prompt, GEN_MAX_IDS)
-                         : encode_prompt(o.model, o.prompt, prompt, GEN_MAX_IDS);
+    int n_prompt = o.ids  ? cli_parse_ids(&cmd, o.ids, prompt, GEN_MAX_IDS)
+                   : o.to ? encode_translation(&o, &mp, prompt, GEN_MAX_IDS)
+                          : encode_prompt(o.model, o.prompt, prompt, GEN_MAX_IDS);
     int rc = n_prompt < 0 ? (o.ids ? 2 : 1) : run(&o, prompt, n_prompt);
     free(prompt);
     return rc;

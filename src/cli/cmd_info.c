@@ -6,6 +6,8 @@
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "model/hunyuan.h"
+#include "tokenizer/tokenizer.h"
+#include "translate/prompt_detect.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -16,7 +18,9 @@ static const struct cli_cmd cmd = {
     "                                     the hub cache, a checkpoint folder or a GGUF file)\n"
     "\n"
     "Prints the config summary, parameter count, bytes by dtype, and checks that every\n"
-    "tensor the forward pass needs is present with the right shape.\n"
+    "tensor the forward pass needs is present with the right shape; then the prompts the\n"
+    "model takes (its generation and chat format, what decided them) and its sampling\n"
+    "defaults.\n"
     "\n"
     "  --tensors   list every tensor with its dtype and shape\n"
     "  -h, --help  this text\n",
@@ -51,6 +55,30 @@ static void print_config(const struct hy_config *c)
     printf("routing           sigmoid, top-k by score + expert bias%s, renormalised, x %g\n",
            c->moe_expert_bias ? "" : " (none stored)", c->router_scaling_factor);
     printf("qk norm order     before RoPE\n");
+}
+
+/* The prompts line: the generation, chat format and sampling defaults (prompt_detect.h);
+ * a tokenizer that cannot be read or has no Hunyuan template is said so, not fatal. */
+static void print_prompts(const struct cli_model *mp)
+{
+    struct hy_tok *tok = NULL;
+    struct hy_err err = {{0}};
+    struct hy_prompt_profile p;
+    const struct hy_prompt_source src = {mp->path, mp->name, NULL};
+    hy_status st = hy_tok_load(&tok, mp->path, &err);
+    if (!st)
+        st = hy_prompt_profile_detect(tok, &src, &p, &err);
+    hy_tok_destroy(tok);
+    if (st) {
+        printf("prompts           none: %s\n", err.msg);
+        return;
+    }
+    printf("prompts           %s (%s), chat format %s\n", hy_prompt_gen_name(p.kind.gen),
+           hy_prompt_gen_title(p.kind.gen), hy_prompt_style_name(p.kind.chat));
+    printf("  decided by      %s\n", p.why);
+    printf("sampling          temperature %g, top_k %d, top_p %g, repetition_penalty %g (%s)\n",
+           (double)p.sampling.temperature, (int)p.sampling.top_k, (double)p.sampling.top_p,
+           (double)p.sampling.repetition_penalty, p.sampling_from);
 }
 
 static void print_tensors(const struct hy_st *st, bool list)
@@ -146,6 +174,7 @@ int cmd_info(int argc, char **argv)
                                 : "differs from embed_tokens, so it is used as the head "
                                   "(as transformers does)");
     printf("status            ok: every tensor the forward pass needs is present\n");
+    print_prompts(&mp);
     hy_model_destroy(m);
     be->i->destroy(be);
     return 0;

@@ -7,12 +7,12 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/make_hyv3.h"
+#include "cli/make_weights.h"
 #include "core/log.h"
 #include "formats/safetensors.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,21 +65,6 @@ struct mk {
     size_t tmp_cap;
 };
 
-static uint64_t mix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
-}
-
 static void add_tensor(struct mk *k, const char *name, int64_t rows, int64_t cols)
 {
     struct hy_st_wtensor *t = &k->t[k->n];
@@ -124,47 +109,13 @@ static void list_tensors(struct mk *k)
         add_tensor(k, "lm_head.weight", s->vocab, s->hidden);
 }
 
-/* Norm weights uniform in [0.5, 1.5] (never all ones); matrices uniform with standard
- * deviation 1/sqrt(in) so each projection keeps unit variance, except o_proj and
- * down_proj at 3/sqrt(in) so the layers' output outweighs the input embedding (otherwise a
- * tied head mostly repeats the last token); embedding and head with standard deviation
- * 4/sqrt(hidden) so logits spread over a few units. */
+/* The values of make_weights.h. */
 static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
 {
     struct mk *k = ctx;
-    const struct hy_st_wtensor *t = &k->t[i];
-    size_t n = nbytes / hy_dtype_size(t->dtype);
-    uint64_t state = mix(k->seed * 0x9e3779b97f4a7c15ull ^ hash_str(t->name));
-    bool norm = t->n_dims == 1;
-    bool embed = strstr(t->name, "embed_tokens") || strstr(t->name, "lm_head");
-    bool out_proj = strstr(t->name, "o_proj") || strstr(t->name, "down_proj");
-    double std = embed      ? 4.0 / sqrt((double)k->s.hidden)
-                 : out_proj ? 3.0 / sqrt((double)t->shape[1])
-                            : 1.0 / sqrt((double)t->shape[1]);
-    double a = norm ? 0.5 : std * sqrt(3.0), off = norm ? 1.0 : 0.0;
-    const size_t chunk = k->tmp_cap;
-    for (size_t done = 0; done < n; done += chunk) {
-        size_t m = n - done < chunk ? n - done : chunk;
-        for (size_t j = 0; j < m; j++) {
-            state += 0x9e3779b97f4a7c15ull;
-            double u = (double)(mix(state) >> 11) * 0x1.0p-53; /* [0,1) */
-            k->tmp[j] = (float)(off + a * (2.0 * u - 1.0));
-        }
-        hy_dtype_from_f32((char *)buf + done * hy_dtype_size(t->dtype), k->tmp, t->dtype, m);
-    }
+    cli_mk_fill(&k->t[i], k->seed, k->s.hidden, buf, nbytes, k->tmp, k->tmp_cap);
     (void)err;
     return HY_OK;
-}
-
-static int write_json(json_t *j, const char *dir, const char *file)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    json_decref(j);
-    if (rc)
-        fprintf(stderr, "hymt make-test-model: cannot write %s\n", path);
-    return rc ? 1 : 0;
 }
 
 /* Special ids laid out as the 7B vocabulary's (model doc 4.1): first special id S is
@@ -208,14 +159,14 @@ static int write_configs(const struct mk *k, const char *dir, bool rope_params)
                                       (json_int_t)32, "beta_slow", (json_int_t)1, "mscale", 1.0,
                                       "mscale_all_dim", 1.0));
     }
-    if (write_json(c, dir, "config.json"))
+    if (cli_mk_write_json(c, dir, "config.json"))
         return 1;
     json_t *g = json_pack("{s:I, s:[I,I], s:I, s:b, s:I, s:f, s:f, s:f, s:s}", "bos_token_id",
                           (json_int_t)(S + 1), "eos_token_id", (json_int_t)(S + 3),
                           (json_int_t)S, "pad_token_id", (json_int_t)(S + 4), "do_sample", 1,
                           "top_k", (json_int_t)20, "top_p", 0.6, "repetition_penalty", 1.05,
                           "temperature", 0.7, "transformers_version", "4.56.0");
-    return g ? write_json(g, dir, "generation_config.json") : 1;
+    return g ? cli_mk_write_json(g, dir, "generation_config.json") : 1;
 }
 
 static int preset(struct shape *s, const char *name)

@@ -94,6 +94,7 @@ static const struct cli_cmd cmd = {
     "                             (created if missing); default: in memory only\n"
     "  --max-glossaries N         glossaries kept (default 1000)\n"
     "  --max-glossary-entries N   entries of all glossaries together (default 1000000)\n"
+    HY_CLI_PROMPT_USAGE
     HY_CLI_SETTINGS_USAGE
     "  --print-routes             print the routes the server answers (METHOD PATH, one a\n"
     "                             line) and exit; needs no model\n"
@@ -107,6 +108,8 @@ struct serve_opts {
     double result_ttl;
     const char *tls_cert, *tls_key, *api_keys_file, *metrics_key;
     const char *tm, *glossary_db;
+    const char *prompt_style;
+    const struct cli_model *mp; /* what -m resolved to */
     int64_t port, threads, max_chars, max_conns, max_per_client, workers;
     int64_t max_glossaries, max_glossary_entries;
     double timeout, drain, header_timeout, body_timeout, idle_timeout;
@@ -147,6 +150,7 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         {"glossary-db", CLI_STR, &o->glossary_db, 0, 0, false},
         {"max-glossaries", CLI_INT, &o->max_glossaries, 1, 1000000, false},
         {"max-glossary-entries", CLI_INT, &o->max_glossary_entries, 1, 100000000, false},
+        {"prompt-style", CLI_STR, &o->prompt_style, 0, 0, false},
     };
     int n_pos = 0;
     int r = cli_parse_settings(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], NULL, 0,
@@ -159,6 +163,8 @@ static int parse_opts(struct serve_opts *o, int argc, char **argv)
         return cli_fail(&cmd, "-m MODEL is required: a checkpoint folder such as "
                               "/path/to/Hunyuan-MT-7B, or run `make serve` for the "
                               "random-weight demo model");
+    if (cli_check_prompt_style(&cmd, o->prompt_style))
+        return CLI_ERR;
     return cli_check_device_quant(&cmd, o->device, o->quant);
 }
 
@@ -226,8 +232,11 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
     cfg->hooks_ctx = qf.qc;
     if (!st)
         st = hy_server_create(&srv, cfg, &err);
+    struct hy_prompt_profile prompt; /* the workers run -m's model: its prompts */
     if (!st)
-        st = hy_server_set_engine(srv, qf.e, qf.tok, &err);
+        st = cli_prompt_profile(o->mp, o->prompt_style, qf.tok, &prompt, &err);
+    if (!st)
+        st = hy_server_set_engine(srv, qf.e, qf.tok, &prompt, &err);
     int rc = 0;
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
@@ -297,8 +306,11 @@ static int run(const struct serve_opts *o, struct hy_server_config *cfg,
     }
     if (!st && stk.ce)
         st = hy_server_set_chimera(srv, stk.ce, stk.ctok, &err);
+    struct hy_prompt_profile prompt;
     if (!st)
-        st = hy_server_set_engine(srv, stk.e, stk.tok, &err);
+        st = cli_prompt_profile(o->mp, o->prompt_style, stk.tok, &prompt, &err);
+    if (!st)
+        st = hy_server_set_engine(srv, stk.e, stk.tok, &prompt, &err);
     int rc = 0;
     if (st) {
         fprintf(stderr, "hymt serve: %s\n", err.msg);
@@ -346,6 +358,7 @@ int cmd_serve(int argc, char **argv)
         return 1;
     if (o.chimera)
         o.chimera = cp.path;
+    o.mp = &mp;
     char name[256];
     bool demo = is_demo(o.model);
     if (!o.name && !demo)

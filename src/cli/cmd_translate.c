@@ -14,6 +14,7 @@
 #include "translate/doc.h"
 #include "translate/docx.h"
 #include "translate/format.h"
+#include "translate/prompt_detect.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,7 +41,9 @@ static const struct cli_cmd cmd = {
     "  -o, --output FILE          write here instead of standard output\n"
     "  --greedy                   deterministic output (temperature 0)\n"
     "  --temp T, --top-k K, --top-p P, --repetition-penalty R, --seed N\n"
-    "                             sampling (defaults: the recommended 0.7, 20, 0.6, 1.05, 0)\n"
+    "                             sampling (defaults: the model's generation_config.json,\n"
+    "                             else its card: 0.7, 20, 0.6, 1.05; Hy-MT2-30B-A3B 0.7,\n"
+    "                             off, 1, 1; seed 0)\n"
     "  --max-seg-tokens N         longest segment in tokens (default 256)\n"
     "  --max-new-tokens N         cap per segment (default: 2 x its tokens + 64)\n"
     "  --keep-lines               one output line per input line, blank lines in place:\n"
@@ -54,9 +57,18 @@ static const struct cli_cmd cmd = {
     "  --glossary FILE            terms to use: CSV or TSV rows source,target (optionally\n"
     "                             source,target,source_lang,target_lang), or a .tbx file\n"
     "                             (needs --from); a segment holding terms gets the\n"
-    "                             terminology prompt (HY-MT1.5 models)\n"
+    "                             terminology prompt (HY-MT1.5, Hy-MT2)\n"
     "  --context N                give each segment the N segments before it as context\n"
-    "                             (the context prompt; HY-MT1.5 models; 0..16, default 0)\n"
+    "                             (the context / background prompt; HY-MT1.5, Hy-MT2;\n"
+    "                             0..16, default 0)\n"
+    "  --style TEXT               Hy-MT2: the style prompt, e.g. --style formal\n"
+    "  --preferences TEXT         Hy-MT2: the personalization prompt, one preference per\n"
+    "                             line of TEXT (at most 16)\n"
+    "  --delimiters               Hy-MT2: the prompt that keeps the text's delimiters\n"
+    "  --data-format NAME         Hy-MT2: the structured-data prompt for NAME data (JSON,\n"
+    "                             XML, YAML...): keys, tags and placeholders kept\n"
+    "                             (one of these four at a time, without --glossary/--context)\n"
+    HY_CLI_PROMPT_USAGE
     "  --tm FILE                  translation memory (SQLite, created if missing): segments\n"
     "                             found there are not translated again, new ones are stored\n"
     "                             ('hymt tm' imports and exports TMX)\n"
@@ -88,10 +100,12 @@ static const struct cli_cmd cmd = {
 struct tr_opts {
     const char *model, *to, *from, *out, *device, *quant, *glossary, *format, *tm, *kv_type;
     const char *chimera, *queue;
+    const char *prompt_style, *style, *prefs, *data_format;
+    const struct cli_model *mp;
     int64_t threads, top_k, seed, max_seg, max_new, context, ensemble;
     double temp, top_p, rep, timeout;
     struct cli_engine_flags eng;
-    bool greedy, keep_lines, replace, fp8_gemm;
+    bool greedy, keep_lines, replace, fp8_gemm, delimiters;
 };
 
 struct sink {
@@ -265,6 +279,11 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
         {"queue", CLI_STR, &o->queue, 0, 0, false},
         {"ensemble", CLI_INT, &o->ensemble, HY_DOC_MIN_ENSEMBLE, HY_DOC_MAX_ENSEMBLE, false},
         {"replace-invalid", CLI_FLAG, &o->replace, 0, 0, false},
+        {"prompt-style", CLI_STR, &o->prompt_style, 0, 0, false},
+        {"style", CLI_STR, &o->style, 0, 0, false},
+        {"preferences", CLI_STR, &o->prefs, 0, 0, false},
+        {"delimiters", CLI_FLAG, &o->delimiters, 0, 0, false},
+        {"data-format", CLI_STR, &o->data_format, 0, 0, false},
         CLI_ENGINE_OPTS(&o->eng),
         CLI_LOAD_OPTS(o),
     };
@@ -286,6 +305,8 @@ static int parse_opts(struct tr_opts *o, int argc, char **argv, const char **fil
     struct hy_err err = {{0}};
     if (o->format && strcmp(o->format, "docx") && hy_format_from_name(o->format, &f, &err))
         return cli_fail(&cmd, "--format: %s (or docx)", err.msg);
+    if (cli_check_prompt_style(&cmd, o->prompt_style))
+        return CLI_ERR;
     return cli_check_device_quant(&cmd, o->device, o->quant);
 }
 
@@ -342,6 +363,46 @@ static const struct hy_lang *lang_or_fail(const char *flag, const char *name)
     return l;
 }
 
+/* --preferences TEXT split at its line breaks (empty lines skipped) into prefs, in place;
+ * the count, or -1 (message printed) for more than HY_PROMPT_MAX_PREFS. */
+static int split_prefs(char *text, const char **prefs)
+{
+    int n = 0;
+    for (char *line = text, *next; line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r')
+            line[len - 1] = '\0';
+        if (!*line)
+            continue;
+        if (n == HY_PROMPT_MAX_PREFS)
+            return cli_fail(&cmd, "--preferences: more than %d lines", HY_PROMPT_MAX_PREFS), -1;
+        prefs[n++] = line;
+    }
+    return n;
+}
+
+/* The sampling flags given over the model's defaults (a flag not given is negative). */
+static struct hy_sampler_params sampling(const struct tr_opts *o,
+                                         const struct hy_prompt_profile *p)
+{
+    struct hy_sampler_params sp = p->sampling;
+    if (o->temp >= 0)
+        sp.temperature = (float)o->temp;
+    if (o->greedy)
+        sp.temperature = 0.0f;
+    if (o->top_k >= 0)
+        sp.top_k = (int32_t)o->top_k;
+    if (o->top_p >= 0)
+        sp.top_p = (float)o->top_p;
+    if (o->rep >= 0)
+        sp.repetition_penalty = (float)o->rep;
+    sp.seed = (uint64_t)o->seed;
+    return sp;
+}
+
 static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **files, int n_files)
 {
     struct hy_err err = {{0}};
@@ -352,6 +413,7 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     struct cli_stack stk;
     memset(&stk, 0, sizeof stk);
     struct cli_queue_front qf = {0};
+    struct hy_prompt_profile prompt;
     hy_status st = HY_OK;
     if (o->queue && o->chimera)
         st = hy_err_set(&err, HY_E_INVAL, "--chimera runs locally: not with --queue");
@@ -363,6 +425,12 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
     if (!st && o->queue) {
         stk.e = qf.e;
         stk.tok = qf.tok;
+    }
+    if (!st) /* a queue's workers run -m's model: its prompts either way */
+        st = cli_prompt_profile(o->mp, o->prompt_style, stk.tok, &prompt, &err);
+    if (!st) {
+        d->prompt = &prompt.kind;
+        d->sampling = sampling(o, &prompt);
     }
     int rc = 1;
     if (st) {
@@ -397,9 +465,9 @@ static int run(const struct tr_opts *o, struct hy_doc_opts *d, const char **file
 
 int cmd_translate(int argc, char **argv)
 {
-    struct hy_sampler_params sp = hy_sampler_params_default();
-    struct tr_opts o = {.from = "auto", .device = "auto", .temp = sp.temperature, .top_k = sp.top_k,
-                        .top_p = sp.top_p, .rep = sp.repetition_penalty};
+    /* sampling flags not given stay negative: the model's defaults fill them (run) */
+    struct tr_opts o = {.from = "auto", .device = "auto", .temp = -1, .top_k = -1, .top_p = -1,
+                        .rep = -1};
     const char *files[TR_MAX_FILES];
     int n_files = 0;
     int r = parse_opts(&o, argc, argv, files, &n_files);
@@ -414,22 +482,32 @@ int cmd_translate(int argc, char **argv)
         return 1;
     if (o.chimera)
         o.chimera = cp.path;
+    o.mp = &mp;
     struct hy_doc_opts d = {0};
     d.ensemble = o.chimera ? (o.ensemble ? (int)o.ensemble : HY_DOC_MAX_ENSEMBLE) : 0;
     if (!(d.tgt = lang_or_fail("--to", o.to)))
         return 2;
     if (strcmp(o.from, "auto") && !(d.src = lang_or_fail("--from", o.from)))
         return 2;
-    d.sampling = (struct hy_sampler_params){o.greedy ? 0.0f : (float)o.temp, (int32_t)o.top_k,
-                                            (float)o.top_p, (float)o.rep, (uint64_t)o.seed};
     d.max_seg_tokens = (int)o.max_seg;
     d.max_new_tokens = (int)o.max_new;
     d.keep_lines = o.keep_lines;
     d.timeout_s = o.timeout;
     d.context_segs = (int)o.context;
+    const char *prefs[HY_PROMPT_MAX_PREFS];
+    struct hy_prompt_instr instr = {o.style, prefs, 0, o.delimiters, o.data_format};
+    char *pref_text = o.prefs ? strdup(o.prefs) : NULL;
+    int np = pref_text ? split_prefs(pref_text, prefs) : 0;
+    if (np < 0 || (o.prefs && !pref_text)) {
+        free(pref_text);
+        return np < 0 ? 2 : 1;
+    }
+    instr.n_prefs = (size_t)np;
+    d.instr = &instr;
     struct hy_glossary *g = NULL;
     if (o.glossary && load_glossary(o.glossary, &d, &g)) {
         hy_glossary_destroy(g);
+        free(pref_text);
         return 1;
     }
     d.glossary = g;
@@ -440,6 +518,7 @@ int cmd_translate(int argc, char **argv)
         if (hy_tm_open(&tm, o.tm, &err)) {
             fprintf(stderr, "hymt translate: %s\n", err.msg);
             hy_glossary_destroy(g);
+            free(pref_text);
             return 1;
         }
         /* the checkpoint's folder (or file) name, and the load-time quantization */
@@ -457,5 +536,6 @@ int cmd_translate(int argc, char **argv)
     r = run(&o, &d, files, n_files);
     hy_tm_close(tm);
     hy_glossary_destroy(g);
+    free(pref_text);
     return r;
 }

@@ -131,7 +131,7 @@ static int run(struct worker_opts *o, const struct hy_engine_params *ep, sigset_
     if (!st && o->port >= 0)
         st = hy_server_create(&srv, &cfg, &err);
     if (!st && srv)
-        st = hy_server_set_engine(srv, stk.e, stk.tok, &err);
+        st = hy_server_set_engine(srv, stk.e, stk.tok, NULL, &err); /* health and metrics only */
     int rc = 0;
     pthread_t sig_thread;
     if (st) {

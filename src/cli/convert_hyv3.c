@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "formats/safetensors.h"
+#include "model/hy_v3.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,16 +129,6 @@ static hy_status add(struct v3plan *p, const char *gguf, const char *fmt, int i,
 
 static hy_status plan_layer(struct v3plan *p, int i, struct hy_err *err)
 {
-    static const char *const attn[][2] = {
-        {"blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight"},
-        {"blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight"},
-        {"blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight"},
-        {"blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight"},
-        {"blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight"},
-        {"blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight"},
-        {"blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight"},
-        {"blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight"},
-    };
     static const char *const dense[][2] = {
         {"blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight"},
         {"blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight"},
@@ -154,8 +145,14 @@ static hy_status plan_layer(struct v3plan *p, int i, struct hy_err *err)
     };
     const int E = (int)p->cfg->num_experts;
     hy_status s = HY_OK;
-    for (size_t k = 0; k < sizeof attn / sizeof attn[0] && !s; k++)
-        s = add(p, attn[k][0], attn[k][1], i, 1, err);
+    struct hy_layer_tensor attn[HY_V3_ATTN_TENSORS]; /* the loaders' table (hy_v3.h) */
+    hy_v3_attn_tensors(p->cfg, NULL, attn);
+    for (size_t k = 0; k < HY_V3_ATTN_TENSORS && !s; k++) {
+        char gguf[64], hf[96];
+        snprintf(gguf, sizeof gguf, "blk.%%d.%s.weight", attn[k].gguf);
+        snprintf(hf, sizeof hf, "model.layers.%%d.%s.weight", attn[k].hf);
+        s = add(p, gguf, hf, i, 1, err);
+    }
     if (!p->cfg->layer_moe[i]) {
         for (size_t k = 0; k < sizeof dense / sizeof dense[0] && !s; k++)
             s = add(p, dense[k][0], dense[k][1], i, 1, err);

@@ -2,11 +2,13 @@
 #include "cli/load.h"
 
 #include "backend/select.h"
+#include "core/log.h"
 #include "cli/engine_opts.h"
 #include "core/log.h"
 #include "engine/engine.h"
 #include "model/hunyuan.h"
 #include "tokenizer/tokenizer.h"
+#include "translate/prompt_detect.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -132,4 +134,27 @@ void cli_stack_free(struct cli_stack *s)
     if (s->be)
         s->be->i->destroy(s->be);
     memset(s, 0, sizeof *s);
+}
+
+hy_status cli_prompt_profile(const struct cli_model *mp, const char *forced,
+                             const struct hy_tok *tok, struct hy_prompt_profile *out,
+                             struct hy_err *err)
+{
+    const struct hy_prompt_source src = {mp->path, mp->name, forced};
+    hy_status st = hy_prompt_profile_detect(tok, &src, out, err);
+    if (!st) {
+        char line[HY_PROMPT_WHY_MAX + 256];
+        hy_prompt_profile_describe(out, line, sizeof line);
+        HY_LOGI("prompts: %s", line);
+    }
+    return st;
+}
+
+int cli_check_prompt_style(const struct cli_cmd *cmd, const char *s)
+{
+    enum hy_prompt_gen g;
+    if (s && strcmp(s, "auto") != 0 && !hy_prompt_gen_parse(s, &g))
+        return cli_fail(cmd, "--prompt-style '%s': expected auto, mt1 (Hunyuan-MT-7B, Chimera), "
+                        "mt1.5 (HY-MT1.5) or mt2 (Hy-MT2)", s);
+    return CLI_OK;
 }

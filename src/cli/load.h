@@ -48,6 +48,21 @@ struct cli_model {
  * cache: the paths tried and "run `hymt pull ID`") and returns 1 (the exit code). */
 int cli_model_resolve(const struct cli_cmd *cmd, const char *arg, struct cli_model *out);
 
+/* --prompt-style's usage line, and the profile (translate/prompt_detect.h) of the model mp
+ * names with tokenizer tok: forced is --prompt-style (NULL or "auto": detect). Logs the
+ * decision at info level. On failure err says why. */
+#define HY_CLI_PROMPT_USAGE                                                                  \
+    "  --prompt-style GEN         the prompts the model was trained on: auto (default: from\n" \
+    "                             its name, config and tokenizer), mt1 (Hunyuan-MT-7B,\n"    \
+    "                             Chimera), mt1.5 (HY-MT1.5) or mt2 (Hy-MT2)\n"
+struct hy_prompt_profile;
+struct hy_tok;
+/* CLI_ERR (message printed) unless s is NULL, "auto" or a generation's name. */
+int cli_check_prompt_style(const struct cli_cmd *cmd, const char *s);
+hy_status cli_prompt_profile(const struct cli_model *mp, const char *forced,
+                             const struct hy_tok *tok, struct hy_prompt_profile *out,
+                             struct hy_err *err);
+
 /* What serve and translate run, loaded from one model path in this order and freed in the
  * reverse one. */
 struct hy_tok;

@@ -1,16 +1,14 @@
 /* make_hyv3.c: hy_v3 checkpoints for tests and benchmarks (make_hyv3.h). Weights as the
- * dense presets' (cmd_make_test_model.c): norms in [0.5, 1.5], matrices with standard
- * deviation 1/sqrt(in) (o_proj and down_proj 3/sqrt(in)), embedding and head 4/sqrt(hidden);
- * the selection bias (float32, as released) in [-0.1, 0.1], enough to change some top-k
- * choices of sigmoid scores, so tests see it. */
+ * dense presets' (make_weights.h), the selection bias float32 as released. */
 #include "cli/make_hyv3.h"
+#include "cli/make_weights.h"
 
 #include "core/log.h"
 #include "formats/safetensors.h"
+#include "model/hy_v3.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,17 +72,18 @@ static void add_swiglu(struct mkv3 *k, int64_t f, const char *p, int64_t i, int6
 static void list_tensors(struct mkv3 *k)
 {
     const struct hy_hyv3_shape *s = k->s;
-    const int64_t d = s->hidden, qd = s->heads * s->hd, kvd = s->kv * s->hd;
+    const int64_t d = s->hidden;
+    struct hy_config c = {.hidden_size = d, .head_dim = s->hd, .num_attention_heads = s->heads,
+                          .num_key_value_heads = s->kv};
+    struct hy_layer_tensor attn[HY_V3_ATTN_TENSORS]; /* the loaders' table (hy_v3.h) */
+    hy_v3_attn_tensors(&c, NULL, attn);
     add(k, k->dtype, s->vocab, d, "model.embed_tokens.weight", 0, 0);
     for (int64_t i = 0; i < s->layers; i++) {
-        add(k, k->dtype, 0, d, "model.layers.%lld.input_layernorm.weight", i, 0);
-        add(k, k->dtype, qd, d, "model.layers.%lld.self_attn.q_proj.weight", i, 0);
-        add(k, k->dtype, kvd, d, "model.layers.%lld.self_attn.k_proj.weight", i, 0);
-        add(k, k->dtype, kvd, d, "model.layers.%lld.self_attn.v_proj.weight", i, 0);
-        add(k, k->dtype, d, qd, "model.layers.%lld.self_attn.o_proj.weight", i, 0);
-        add(k, k->dtype, 0, s->hd, "model.layers.%lld.self_attn.q_norm.weight", i, 0);
-        add(k, k->dtype, 0, s->hd, "model.layers.%lld.self_attn.k_norm.weight", i, 0);
-        add(k, k->dtype, 0, d, "model.layers.%lld.post_attention_layernorm.weight", i, 0);
+        for (int j = 0; j < HY_V3_ATTN_TENSORS; j++) {
+            char fmt[96];
+            snprintf(fmt, sizeof fmt, "model.layers.%%lld.%s.weight", attn[j].hf);
+            add(k, k->dtype, attn[j].rows, attn[j].cols, fmt, i, 0);
+        }
         if (i < s->dense_layers) {
             add_swiglu(k, s->ffn, "mlp", i, 0);
             continue;
@@ -99,57 +98,13 @@ static void list_tensors(struct mkv3 *k)
     add(k, k->dtype, s->vocab, d, "lm_head.weight", 0, 0);
 }
 
-static uint64_t mix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
-}
-
 static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
 {
     struct mkv3 *k = ctx;
-    const struct hy_st_wtensor *t = &k->t[i];
-    size_t n = nbytes / hy_dtype_size(t->dtype);
-    uint64_t state = mix(k->seed * 0x9e3779b97f4a7c15ull ^ hash_str(t->name));
-    bool bias = strstr(t->name, "expert_bias") != NULL, norm = t->n_dims == 1 && !bias;
-    bool embed = strstr(t->name, "embed_tokens") || strstr(t->name, "lm_head");
-    bool out_proj = strstr(t->name, "o_proj") || strstr(t->name, "down_proj");
-    double std = embed      ? 4.0 / sqrt((double)k->s->hidden)
-                 : out_proj ? 3.0 / sqrt((double)t->shape[1])
-                            : 1.0 / sqrt((double)t->shape[1]);
-    double a = bias ? 0.1 : norm ? 0.5 : std * sqrt(3.0), off = norm ? 1.0 : 0.0;
-    const size_t chunk = sizeof k->tmp / sizeof k->tmp[0];
-    for (size_t done = 0; done < n; done += chunk) {
-        size_t m = n - done < chunk ? n - done : chunk;
-        for (size_t j = 0; j < m; j++) {
-            state += 0x9e3779b97f4a7c15ull;
-            double u = (double)(mix(state) >> 11) * 0x1.0p-53; /* [0,1) */
-            k->tmp[j] = (float)(off + a * (2.0 * u - 1.0));
-        }
-        hy_dtype_from_f32((char *)buf + done * hy_dtype_size(t->dtype), k->tmp, t->dtype, m);
-    }
+    cli_mk_fill(&k->t[i], k->seed, k->s->hidden, buf, nbytes, k->tmp,
+                sizeof k->tmp / sizeof k->tmp[0]);
     (void)err;
     return HY_OK;
-}
-
-static int write_json(json_t *j, const char *dir, const char *file)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    int rc = j ? json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : -1;
-    json_decref(j);
-    if (rc)
-        fprintf(stderr, "hymt make-test-model: cannot write %s\n", path);
-    return rc ? 1 : 0;
 }
 
 /* The MoE keys: both forms carry transformers' names; the released one adds Tencent's. */
@@ -205,13 +160,13 @@ static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy
     if (c && m)
         json_object_update(c, m);
     json_decref(m);
-    if (write_json(c, dir, "config.json"))
+    if (cli_mk_write_json(c, dir, "config.json"))
         return 1;
     json_t *g = json_pack("{s:I, s:I, s:I, s:b, s:f, s:f, s:I}", "bos_token_id",
                           (json_int_t)(S + 1), "eos_token_id", (json_int_t)(S + 3),
                           "pad_token_id", (json_int_t)(S + 4), "do_sample", 1, "temperature",
                           0.7, "top_p", 1.0, "top_k", (json_int_t)-1);
-    return write_json(g, dir, "generation_config.json");
+    return cli_mk_write_json(g, dir, "generation_config.json");
 }
 
 static void summary(const struct mkv3 *k)

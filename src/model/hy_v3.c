@@ -3,6 +3,7 @@
 
 #include "backend/cpu/moe.h"
 #include "formats/safetensors.h"
+#include "model/load_gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,31 +31,39 @@ static hy_status bindf(struct hy_weight *w, const struct hy_st *st, int64_t rows
     return s;
 }
 
-static hy_status bind_attn(struct hy_layer_weights *l, const struct hy_st *st,
-                           const struct hy_config *c, int i, struct hy_err *err)
+void hy_v3_attn_tensors(const struct hy_config *c, struct hy_layer_weights *l,
+                        struct hy_layer_tensor out[HY_V3_ATTN_TENSORS])
 {
     const int64_t d = c->hidden_size, hd = c->head_dim;
     const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
-    const struct {
-        struct hy_weight *w;
-        int64_t rows, cols;
-        const char *name;
-    } t[] = {
-        {&l->attn_norm, 0, d, "model.layers.%d.input_layernorm.weight"},
-        {&l->wq, qd, d, "model.layers.%d.self_attn.q_proj.weight"},
-        {&l->wk, kvd, d, "model.layers.%d.self_attn.k_proj.weight"},
-        {&l->wv, kvd, d, "model.layers.%d.self_attn.v_proj.weight"},
-        {&l->q_norm, 0, hd, "model.layers.%d.self_attn.q_norm.weight"},
-        {&l->k_norm, 0, hd, "model.layers.%d.self_attn.k_norm.weight"},
-        {&l->wo, d, qd, "model.layers.%d.self_attn.o_proj.weight"},
-        {&l->ffn_norm, 0, d, "model.layers.%d.post_attention_layernorm.weight"},
+    const struct hy_layer_tensor t[HY_V3_ATTN_TENSORS] = {
+        {"input_layernorm", "attn_norm", 0, d, l ? &l->attn_norm : NULL},
+        {"self_attn.q_proj", "attn_q", qd, d, l ? &l->wq : NULL},
+        {"self_attn.k_proj", "attn_k", kvd, d, l ? &l->wk : NULL},
+        {"self_attn.v_proj", "attn_v", kvd, d, l ? &l->wv : NULL},
+        {"self_attn.o_proj", "attn_output", d, qd, l ? &l->wo : NULL},
+        {"self_attn.q_norm", "attn_q_norm", 0, hd, l ? &l->q_norm : NULL},
+        {"self_attn.k_norm", "attn_k_norm", 0, hd, l ? &l->k_norm : NULL},
+        {"post_attention_layernorm", "ffn_norm", 0, d, l ? &l->ffn_norm : NULL},
     };
-    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
-        hy_status s = bindf(t[k].w, st, t[k].rows, t[k].cols, err, t[k].name, i, 0);
-        if (s)
-            return s;
+    memcpy(out, t, sizeof t);
+}
+
+hy_status hy_v3_bind_attn(struct hy_layer_weights *l, const struct hy_st *st,
+                          const struct hy_gguf *g, const struct hy_config *c, int i,
+                          struct hy_err *err)
+{
+    struct hy_layer_tensor t[HY_V3_ATTN_TENSORS];
+    hy_v3_attn_tensors(c, l, t);
+    hy_status s = HY_OK;
+    for (size_t k = 0; k < HY_V3_ATTN_TENSORS && !s; k++) {
+        char fmt[96], name[HY_GGUF_MAX_NAME];
+        snprintf(fmt, sizeof fmt, "model.layers.%%d.%s.weight", t[k].hf);
+        snprintf(name, sizeof name, "blk.%d.%s.weight", i, t[k].gguf);
+        s = st ? bindf(t[k].w, st, t[k].rows, t[k].cols, err, fmt, i, 0)
+               : hy_load_gguf_bind(t[k].w, g, name, t[k].rows, t[k].cols, err);
     }
-    return HY_OK;
+    return s;
 }
 
 /* A SwiGLU's three matrices under prefix "model.layers.%d.<p>" (%d: layer, then expert). */
@@ -196,7 +205,7 @@ static hy_status bind_layers(struct hy_model *m, struct hy_err *err)
     hy_status s = HY_OK;
     for (int i = 0, j = 0; !s && i < c->num_hidden_layers; i++) {
         struct hy_layer_weights *l = &m->layers[i];
-        s = bind_attn(l, m->st, c, i, err);
+        s = hy_v3_bind_attn(l, m->st, NULL, c, i, err);
         if (s)
             break;
         if (!c->layer_moe[i]) {

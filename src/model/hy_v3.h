@@ -41,6 +41,20 @@ struct hy_moe_weights {
     struct hy_weight sh_down;        /* [hidden, F * n_shared] */
 };
 
+/* The attention tensors of a hy_v3 layer in file order (what `hymt convert` and
+ * make-test-model write): their names as released ("model.layers.N.<hf>.weight") and in
+ * llama.cpp's hy_v3 GGUF ("blk.N.<gguf>.weight"), their shapes from c (rows 0: a vector)
+ * and their slot in l (NULL: none), as weights.h's hy_layer_tensors for the dense model.
+ * One table for both loaders, the converter and the test-model writer. */
+#define HY_V3_ATTN_TENSORS 8
+void hy_v3_attn_tensors(const struct hy_config *c, struct hy_layer_weights *l,
+                        struct hy_layer_tensor out[HY_V3_ATTN_TENSORS]);
+/* Binds layer i's attention tensors into l from the safetensors set st by their released
+ * names (F32, F16 or BF16) or, when st is NULL, from the GGUF file g by their GGUF names. */
+hy_status hy_v3_bind_attn(struct hy_layer_weights *l, const struct hy_st *st,
+                          const struct hy_gguf *g, const struct hy_config *c, int i,
+                          struct hy_err *err);
+
 /* What hy_v3 does not run yet, refused before its weights are used: a backend with device
  * memory, fp8 (quant HY_DTYPE_F8_E4M3). q8 and the 4-bit types quantize every projection
  * as for the dense model (hy_v3_projections), the routers and the biases stay as stored. */

@@ -115,31 +115,6 @@ static hy_status bind_stack(struct hy_weight *w, const struct hy_gguf *g, const 
     return HY_OK;
 }
 
-static hy_status bind_attn(struct hy_layer_weights *l, const struct hy_gguf *g,
-                           const struct hy_config *c, int i, struct hy_err *err)
-{
-    const int64_t d = c->hidden_size, hd = c->head_dim;
-    const int64_t qd = c->num_attention_heads * hd, kvd = c->num_key_value_heads * hd;
-    const struct {
-        struct hy_weight *w;
-        int64_t rows, cols;
-        const char *name;
-    } t[] = {
-        {&l->attn_norm, 0, d, "blk.%d.attn_norm.weight"},
-        {&l->wq, qd, d, "blk.%d.attn_q.weight"},
-        {&l->wk, kvd, d, "blk.%d.attn_k.weight"},
-        {&l->wv, kvd, d, "blk.%d.attn_v.weight"},
-        {&l->q_norm, 0, hd, "blk.%d.attn_q_norm.weight"},
-        {&l->k_norm, 0, hd, "blk.%d.attn_k_norm.weight"},
-        {&l->wo, d, qd, "blk.%d.attn_output.weight"},
-        {&l->ffn_norm, 0, d, "blk.%d.ffn_norm.weight"},
-    };
-    hy_status s = HY_OK;
-    for (size_t k = 0; k < sizeof t / sizeof t[0] && !s; k++)
-        s = bindf(t[k].w, g, t[k].rows, t[k].cols, t[k].name, i, err);
-    return s;
-}
-
 static hy_status bind_bias(struct hy_moe_weights *mw, const struct hy_gguf *g,
                            const struct hy_config *c, int i, struct hy_err *err)
 {
@@ -202,7 +177,7 @@ static hy_status bind_layers(struct hy_model *m, struct hy_err *err)
     hy_status s = HY_OK;
     for (int i = 0, j = 0; !s && i < c->num_hidden_layers; i++) {
         struct hy_layer_weights *l = &m->layers[i];
-        if ((s = bind_attn(l, g, c, i, err)))
+        if ((s = hy_v3_bind_attn(l, NULL, g, c, i, err)))
             break;
         if (!c->layer_moe[i]) {
             s = bindf(&l->w_gate, g, c->intermediate_size, c->hidden_size,

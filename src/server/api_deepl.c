@@ -292,7 +292,7 @@ bool hy_api_deepl_translate(struct hy_http_req *req)
     }
     uint64_t seed = atomic_fetch_add(&req->srv->next_id, 1) * 0x9E3779B97F4A7C15ull;
     struct hy_err err = {{0}};
-    struct hy_sampler_params sp = hy_sampler_params_default();
+    struct hy_sampler_params sp = req->srv->prompt.sampling; /* the model's defaults */
     sp.seed = seed;
     hy_status st = hy_compat_plan(&d->c, list, fmt, 1, &sp, &err);
     json_decref(list);

@@ -1,8 +1,9 @@
 /* api_ext.h: the professional options of the translation route (api_translate_ext.c):
  * `glossary` (inline terms), `glossary_id` (a stored glossary, glossary_store.h),
  * `context`, `context_segments`, `format` and `tm`, read from a request body into a
- * hy_doc_opts. The glossary and context need the dense prompt style (HY-MT1.5): on a
- * 7b-style model they are a 400 `unsupported_by_model` before anything is queued.
+ * hy_doc_opts. The glossary and context need a model whose prompts have them (HY-MT1.5,
+ * Hy-MT2: prompt_ext.h): on another they are a 400 `unsupported_by_model` before anything
+ * is queued.
  * Owns what it builds (the inline glossary, the stored glossary's reference, the context
  * copy) until hy_api_ext_free. Worker threads only. */
 #ifndef HY_SERVER_API_EXT_H

@@ -259,7 +259,7 @@ bool hy_api_libre_translate(struct hy_http_req *req)
     struct hy_server *s = req->srv;
     uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull;
     struct hy_err err = {{0}};
-    struct hy_sampler_params sp = hy_sampler_params_default();
+    struct hy_sampler_params sp = s->prompt.sampling; /* the model's defaults */
     sp.seed = seed;
     hy_status st = hy_compat_plan(&l->c, q, fmt, 1 + l->n_alt, &sp, &err);
     json_decref(q);

@@ -388,7 +388,7 @@ static int32_t *prompt_ids(struct hy_http_req *req, const struct hy_prompt_msg *
     struct hy_err err = {{0}};
     hy_status st =
         !ids   ? HY_E_NOMEM
-        : msgs ? hy_prompt_chat(s->tok, s->style, msgs, n_msgs, true, ids, (size_t)limit, &n, &err)
+        : msgs ? hy_prompt_chat(s->tok, s->prompt.kind.chat, msgs, n_msgs, true, ids, (size_t)limit, &n, &err)
                : hy_tok_encode(s->tok, raw, raw_len, true, ids, (size_t)limit, &n, &err);
     if (st == HY_OK && n == 0)
         st = hy_err_set(&err, HY_E_INVAL, "the prompt is empty");

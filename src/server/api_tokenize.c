@@ -22,7 +22,7 @@
 /* The model's BOS: the first control token of its chat template (prompt.h). */
 static int32_t bos_id(const struct hy_server *s)
 {
-    return hy_tok_find(s->tok, s->style == HY_PROMPT_7B ? "<|startoftext|>"
+    return hy_tok_find(s->tok, s->prompt.kind.chat == HY_PROMPT_7B ? "<|startoftext|>"
                                                         : "<｜hy_begin▁of▁sentence｜>");
 }
 

@@ -18,7 +18,11 @@
  * its segments with the source's whitespace between them). A stream then carries
  * "candidates" events (a segment's candidates finishing: done of K, tokens so far; with
  * "candidates": true, each segment's texts once all are in) before the fused text's
- * deltas. */
+ * deltas.
+ * Hy-MT2's instruction prompts (prompt_ext.h) come from optional fields: `style` (a
+ * string), `preferences` (an array of strings), `delimiters` (a boolean) and
+ * `data_format` (a string, the structured-data prompt), one per request; a model of
+ * another generation answers 400 unsupported_by_model. */
 #include "server/api_ext.h"
 #include "server/gen.h"
 #include "server/tr.h"
@@ -75,6 +79,9 @@ struct tr {
     hy_tr_answer_fn answer;    /* a compatible route's job (tr.h): it answers */
     void *ctx;
     void (*ctx_free)(void *ctx);
+    struct hy_prompt_instr instr; /* Hy-MT2 instructions: strings in instr_buf */
+    const char *prefs[HY_PROMPT_MAX_PREFS];
+    char *instr_buf;
 };
 
 static json_t *lang_json(const struct hy_lang *l)
@@ -299,6 +306,7 @@ static void tr_free(struct tr *t)
     free(t->text);
     if (t->ctx_free)
         t->ctx_free(t->ctx);
+    free(t->instr_buf);
     free(t);
 }
 
@@ -389,7 +397,8 @@ static bool begin_next(struct tr *t)
     hy_status st = HY_OK;
     if (t->x.format != HY_FORMAT_TEXT && !it->fd) { /* the runs, as one plain document */
         /* HTML's inline tags as <sN> markers where the model has the formatted-text prompt */
-        bool tags = t->x.format == HY_FORMAT_HTML && hy_prompt_ext_supported(t->srv->style);
+        bool tags = t->x.format == HY_FORMAT_HTML &&
+                    hy_prompt_ext_has_formatted(t->srv->prompt.kind.gen);
         st = hy_format_doc_prepare_tags(t->x.format, text, len, tags, &it->fd, &it->plain,
                                         &it->plain_len, &t->err);
         it->o.keep_lines = true;
@@ -579,15 +588,76 @@ static bool parse_ensemble(struct hy_http_req *req, json_t *body, struct tr *t)
     return true;
 }
 
+/* A copy of string field v (a string, or absent/null: NULL) at *at in t->instr_buf. */
+static const char *instr_str(struct tr *t, const json_t *v, size_t *at)
+{
+    if (!json_is_string(v))
+        return NULL;
+    char *p = t->instr_buf + *at;
+    memcpy(p, json_string_value(v), json_string_length(v) + 1);
+    *at += json_string_length(v) + 1;
+    return p;
+}
+
+/* Hy-MT2's instruction fields into t->instr (copied: the body goes before the document);
+ * answers 400 and returns false on a bad or unsupported one. */
+static bool parse_instr(struct hy_http_req *req, json_t *body, struct tr *t)
+{
+    json_t *style = json_object_get(body, "style"), *fmt = json_object_get(body, "data_format");
+    json_t *prefs = json_object_get(body, "preferences");
+    struct hy_err err = {{0}};
+    const char *bad = (style && !json_is_null(style) && !json_is_string(style)) ? "style"
+                      : (fmt && !json_is_null(fmt) && !json_is_string(fmt))   ? "data_format"
+                      : (prefs && !json_is_null(prefs) && !json_is_array(prefs))
+                          ? "preferences"
+                          : NULL;
+    size_t n = json_array_size(prefs), bytes = json_string_length(style) +
+                                               json_string_length(fmt) + 2;
+    for (size_t i = 0; !bad && i < n; i++) {
+        if (!json_is_string(json_array_get(prefs, i)))
+            bad = "preferences";
+        bytes += json_string_length(json_array_get(prefs, i)) + 1;
+    }
+    if (bad)
+        return hy_http_error(req, 400, "invalid_parameter", "%s: %s", bad,
+                             strcmp(bad, "preferences") ? "a string is required"
+                                                        : "an array of strings is required"),
+               false;
+    if (n > HY_PROMPT_MAX_PREFS)
+        return hy_http_error(req, 400, "invalid_parameter", "preferences: %zu, at most %d", n,
+                             HY_PROMPT_MAX_PREFS),
+               false;
+    hy_status st = hy_json_get_bool(body, "delimiters", false, &t->instr.delimiters, &err);
+    if (st)
+        return hy_http_error(req, 400, "invalid_parameter", "%s", err.msg), false;
+    if (!(t->instr_buf = malloc(bytes)))
+        return hy_http_error(req, 500, "out_of_memory", "out of memory"), false;
+    size_t at = 0;
+    t->instr.style = instr_str(t, style, &at);
+    t->instr.data_format = instr_str(t, fmt, &at);
+    for (size_t i = 0; i < n; i++)
+        t->prefs[i] = instr_str(t, json_array_get(prefs, i), &at);
+    t->instr.prefs = t->prefs;
+    t->instr.n_prefs = n;
+    st = hy_prompt_instr_check(req->srv->prompt.kind.gen, &t->instr, &err);
+    if (st)
+        return hy_http_error(req, 400, st == HY_E_UNSUPPORTED ? "unsupported_by_model"
+                                                              : "invalid_parameter",
+                             "%s", err.msg),
+               false;
+    t->o.instr = &t->instr;
+    return true;
+}
+
 /* Reads the body into t; answers 4xx and returns false on a bad request. */
 static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *stream)
 {
     struct hy_server *s = req->srv;
     struct hy_err err = {{0}};
     int64_t max_new = 0;
-    t->o.sampling = hy_sampler_params_default();
+    t->o.sampling = s->prompt.sampling; /* the model's defaults (prompt_detect.h) */
     uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull;
-    if (!parse_texts(req, body, t))
+    if (!parse_texts(req, body, t) || !parse_instr(req, body, t))
         return false;
     if (!parse_lang(req, body, "target_lang", "tgt", false, &t->o.tgt) ||
         !parse_lang(req, body, "source_lang", "src", true, &t->o.src))
@@ -669,6 +739,7 @@ static struct tr *tr_new(struct hy_http_req *req)
     t->req = req;
     t->t0 = req->t0;
     t->deadline = req->deadline;
+    t->o.prompt = &req->srv->prompt.kind; /* every route: the model's prompts */
     return t;
 }
 
@@ -701,14 +772,15 @@ bool hy_api_translate(struct hy_http_req *req)
 bool hy_tr_start(struct hy_http_req *req, const struct hy_tr_job *job)
 {
     HY_ASSERT(job->n <= HY_TR_MAX_ITEMS);
-    if ((job->glossary || job->context_len) && !hy_prompt_ext_supported(req->srv->style)) {
+    if ((job->glossary || job->context_len) &&
+        !hy_prompt_ext_supported(req->srv->prompt.kind.gen)) {
         hy_gstore_release(job->glossary);
         if (job->ctx_free)
             job->ctx_free(job->ctx);
         return hy_http_error(req, 400, "unsupported_by_model",
-                             "glossaries and context need a HY-MT1.5 model (dense prompt style); "
-                             "this model has the %s style (Hunyuan-MT-7B)",
-                             hy_prompt_style_name(req->srv->style));
+                             "glossaries and context need a HY-MT1.5 or Hy-MT2 model; this one "
+                             "takes %s prompts",
+                             hy_prompt_gen_title(req->srv->prompt.kind.gen));
     }
     if (job->n == 0) {
         hy_gstore_release(job->glossary);

@@ -134,11 +134,12 @@ bool hy_api_ext_parse(struct hy_http_req *req, json_t *body, struct hy_api_ext *
         (has_id && !stored_glossary(req, id, x, o)) || !context_fields(req, body, x, o))
         return false;
     o->glossary = x->own ? x->own : x->ref ? hy_gstore_glossary(x->ref) : NULL;
-    if ((o->glossary || o->context || o->context_segs) && !hy_prompt_ext_supported(s->style))
+    if ((o->glossary || o->context || o->context_segs) &&
+        !hy_prompt_ext_supported(s->prompt.kind.gen))
         return hy_http_error(req, 400, "unsupported_by_model",
-                             "glossary and context need a HY-MT1.5 model (dense prompt style); "
-                             "this model has the %s style (Hunyuan-MT-7B), whose prompts have "
-                             "no such form", hy_prompt_style_name(s->style)), false;
+                             "glossary and context need a HY-MT1.5 or Hy-MT2 model; this one "
+                             "takes %s prompts, which have no such form",
+                             hy_prompt_gen_title(s->prompt.kind.gen)), false;
     hy_status st = hy_json_get_str(body, "format", false, fmt, sizeof fmt, &err);
     if (!st)
         st = hy_format_from_name(fmt, &x->format, &err);

@@ -239,7 +239,7 @@ bool hy_gen_parse(struct hy_http_req *req, json_t *body, int n_prompt, struct hy
     int room = limit - n_prompt;
     int64_t max_tokens = room < GEN_DEFAULT_MAX_TOKENS ? room : GEN_DEFAULT_MAX_TOKENS, n = 1;
     memset(p, 0, sizeof *p);
-    p->sampling = hy_sampler_params_default();
+    p->sampling = s->prompt.sampling; /* the model's defaults (prompt_detect.h) */
     uint64_t seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)s->created;
     hy_status st = hy_json_get_int(body, "max_tokens", false, 1, INT32_MAX, &max_tokens, &err);
     if (!st)

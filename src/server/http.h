@@ -16,7 +16,7 @@
 
 #include "server/metrics.h"
 #include "server/server.h"
-#include "translate/prompt.h"
+#include "translate/prompt_detect.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -45,7 +45,7 @@ struct hy_server {
     struct hy_engine *chimera;        /* --chimera: the fusion engine, or NULL (set before
                                        * ready, then read only) */
     const struct hy_tok *chimera_tok; /* ... its tokenizer */
-    enum hy_prompt_style style;
+    struct hy_prompt_profile prompt; /* chat format, generation, sampling defaults */
     int32_t stop_ids[HY_ENGINE_MAX_STOP];
     int n_stop;
     atomic_bool ready, draining, aborting;

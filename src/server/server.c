@@ -73,12 +73,17 @@ int hy_server_port(const struct hy_server *s)
 }
 
 hy_status hy_server_set_engine(struct hy_server *s, struct hy_engine *e, const struct hy_tok *tok,
-                               struct hy_err *err)
+                               const struct hy_prompt_profile *prompt, struct hy_err *err)
 {
-    hy_status st = hy_prompt_style_detect(tok, &s->style, err);
+    hy_status st = HY_OK;
+    if (prompt)
+        s->prompt = *prompt;
+    else
+        st = hy_prompt_profile_detect(tok, NULL, &s->prompt, err);
     if (st)
         return st;
-    s->n_stop = (int)hy_prompt_stop_ids(tok, s->style, s->stop_ids, HY_ENGINE_MAX_STOP);
+    s->n_stop = (int)hy_prompt_stop_ids(tok, s->prompt.kind.chat, s->stop_ids,
+                                        HY_ENGINE_MAX_STOP);
     s->engine = e;
     s->tok = tok;
     atomic_store(&s->ready, true); /* publishes engine and tok to the workers */

@@ -29,6 +29,7 @@
 #include "tokenizer/tokenizer.h"
 #include "translate/glossary_store.h"
 #include "translate/tm.h"
+#include "translate/prompt_detect.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,9 +83,10 @@ hy_status hy_server_create(struct hy_server **out, const struct hy_server_config
 /* The port actually bound. */
 int hy_server_port(const struct hy_server *s);
 /* Makes the server ready: requests now reach engine e with tokenizer tok (both borrowed,
- * outliving the server). Once only. */
+ * outliving the server), with the prompts and sampling defaults of *prompt (copied; NULL:
+ * what the tokenizer alone suggests, prompt_detect.h). Once only. */
 hy_status hy_server_set_engine(struct hy_server *s, struct hy_engine *e, const struct hy_tok *tok,
-                               struct hy_err *err);
+                               const struct hy_prompt_profile *prompt, struct hy_err *err);
 /* Before hy_server_set_engine: the Chimera engine and its tokenizer (--chimera; borrowed,
  * outliving the server), which /api/translate's "ensemble" uses. Once only. HY_E_NOTFOUND
  * when the tokenizer has no prompt style. */

@@ -62,10 +62,25 @@ static hy_status tm_lookup(struct hy_doc *d, size_t i, const struct hy_prompt_ex
     size_t need = 16;
     for (size_t t = 0; t < x->n_terms; t++)
         need += x->terms[t].src_len + x->terms[t].tgt_len + 2;
+    const struct hy_prompt_instr *in = x->instr;
+    if (hy_prompt_instr_any(in)) {
+        need += 32 + (in->style ? strlen(in->style) : 0) +
+                (in->data_format ? strlen(in->data_format) : 0);
+        for (size_t k = 0; k < in->n_prefs; k++)
+            need += strlen(in->prefs[k]) + 1;
+    }
     if (!(j->tm_settings = malloc(need + 32)))
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     char *p = j->tm_settings;
-    if (x->n_terms) {
+    if (hy_prompt_instr_any(in)) { /* the instruction shapes the output as terms do */
+        p += in->style ? sprintf(p, "style\t%s\n", in->style)
+             : in->data_format ? sprintf(p, "data\t%s\n", in->data_format)
+             : in->delimiters ? sprintf(p, "delimiters\n")
+                              : sprintf(p, "preferences\n");
+        for (size_t k = 0; k < in->n_prefs; k++)
+            p += sprintf(p, "%s\n", in->prefs[k]);
+        *p = '\0';
+    } else if (x->n_terms) {
         p += sprintf(p, "terms\n");
         for (size_t t = 0; t < x->n_terms; t++)
             p += sprintf(p, "%s\t%s\n", x->terms[t].src, x->terms[t].tgt);
@@ -119,7 +134,7 @@ static hy_status build_prompt(struct hy_doc *d, size_t i, size_t cap, size_t *n,
 {
     const struct hy_seg *g = &d->segs[i];
     struct hy_glossary_term terms[HY_GLOSSARY_MAX_HITS];
-    struct hy_prompt_ext x = {.terms = terms};
+    struct hy_prompt_ext x = {.terms = terms, .instr = d->o->instr};
     hy_status st;
     if (d->o->glossary) {
         st = hy_glossary_match(d->o->glossary, d->text + g->off, g->len, terms,
@@ -131,10 +146,11 @@ static hy_status build_prompt(struct hy_doc *d, size_t i, size_t cap, size_t *n,
             x.n_terms = HY_GLOSSARY_MAX_HITS;
         }
     }
-    if (d->o->formatted && !x.n_terms && hy_prompt_ext_supported(d->style) &&
-        has_markers(d->text + g->off, g->len)) { /* inline tags as <sN> markers */
+    /* inline tags as <sN> markers: HY-MT1.5's formatted-text prompt (Hy-MT2 has none) */
+    if (d->o->formatted && !x.n_terms && !hy_prompt_instr_any(x.instr) &&
+        hy_prompt_ext_has_formatted(d->kind.gen) && has_markers(d->text + g->off, g->len)) {
         x.formatted = true;
-        st = hy_prompt_ext_translate(d->tok, d->style, d->src, d->o->tgt, &x, d->text + g->off,
+        st = hy_prompt_ext_translate(d->tok, &d->kind, d->src, d->o->tgt, &x, d->text + g->off,
                                      g->len, d->prompt, cap, n, err);
         d->res->with_format += !st;
         if (!st && d->o->tm && !d->jobs[i].tm_settings)
@@ -148,7 +164,7 @@ static hy_status build_prompt(struct hy_doc *d, size_t i, size_t cap, size_t *n,
     x.context = d->ctx;
     for (;;) {
         x.context_len = x.n_terms || (!given && k == 0) ? 0 : context_of(d, i, k, given);
-        st = hy_prompt_ext_translate(d->tok, d->style, d->src, d->o->tgt, &x, d->text + g->off,
+        st = hy_prompt_ext_translate(d->tok, &d->kind, d->src, d->o->tgt, &x, d->text + g->off,
                                      g->len, d->prompt, cap, n, err);
         if (st != HY_E_NOSPACE || x.context_len == 0)
             break;
@@ -478,6 +494,33 @@ void hy_doc_end(struct hy_doc *d)
     free(d);
 }
 
+/* The document's prompt kind, and the checks that refuse it before anything runs: the
+ * languages, terms or context without such prompts, a bad or misplaced instruction.
+ * HY_E_INVAL, never HY_E_UNSUPPORTED (that means cancelled here). */
+static hy_status begin_prompt(struct hy_doc *d, struct hy_err *err)
+{
+    const struct hy_doc_opts *o = d->o;
+    hy_status st = HY_OK;
+    if (o->prompt)
+        d->kind = *o->prompt;
+    else if (!(st = hy_prompt_style_detect(d->tok, &d->kind.chat, err)))
+        d->kind.gen = hy_prompt_gen_of_style(d->kind.chat);
+    if (!st)
+        st = hy_prompt_check_langs(d->kind.gen, d->src, o->tgt, err);
+    bool ext = o->glossary || o->context_len || o->context_segs > 0;
+    if (!st && ext && !hy_prompt_ext_supported(d->kind.gen))
+        st = hy_err_set(err, HY_E_INVAL, "a glossary or context needs a HY-MT1.5 or Hy-MT2 "
+                        "model; this one takes %s prompts, which have no such form",
+                        hy_prompt_gen_title(d->kind.gen));
+    if (!st && ext && hy_prompt_instr_any(o->instr))
+        st = hy_err_set(err, HY_E_INVAL, "a style, preferences, delimiters or data format "
+                        "cannot go with a glossary or context: Hy-MT2 publishes no combined "
+                        "prompt");
+    if (!st && (st = hy_prompt_instr_check(d->kind.gen, o->instr, err)) == HY_E_UNSUPPORTED)
+        st = HY_E_INVAL;
+    return st;
+}
+
 hy_status hy_doc_begin(struct hy_doc **out, struct hy_engine *e, const struct hy_tok *tok,
                        const char *text, size_t len, const struct hy_doc_opts *o,
                        struct hy_doc_result *res, struct hy_err *err)
@@ -496,19 +539,14 @@ hy_status hy_doc_begin(struct hy_doc **out, struct hy_engine *e, const struct hy
                          .t0 = hy_clock_now()};
     d->src = o->src ? o->src : hy_lang_detect(text, len);
     res->src = d->src;
-    hy_status st = hy_prompt_style_detect(tok, &d->style, err);
+    hy_status st = begin_prompt(d, err);
     bool ext = o->glossary || o->context_len || o->context_segs > 0;
-    if (!st && ext && !hy_prompt_ext_supported(d->style))
-        st = hy_err_set(err, HY_E_INVAL, /* not HY_E_UNSUPPORTED: that means cancelled */
-                        "a glossary or context needs a HY-MT1.5 model (dense prompt style); "
-                        "this tokenizer has the %s style (Hunyuan-MT-7B), whose prompts have "
-                        "no such form", hy_prompt_style_name(d->style));
     if (!st && o->context_len && hy_utf8_validate(o->context, o->context_len) < o->context_len)
         st = hy_err_set(err, HY_E_INVAL, "the context is not valid UTF-8");
     if (!st && o->ensemble)
         st = doc_ens_check(d, err);
     if (!st) {
-        d->n_stop = (int)hy_prompt_stop_ids(tok, d->style, d->stop, HY_ENGINE_MAX_STOP);
+        d->n_stop = (int)hy_prompt_stop_ids(tok, d->kind.chat, d->stop, HY_ENGINE_MAX_STOP);
         d->prompt = malloc((size_t)hy_engine_get_params(e)->max_seq_tokens * sizeof *d->prompt);
         d->count_buf = malloc((len + 1) * sizeof *d->count_buf);
         if (ext)

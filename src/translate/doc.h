@@ -24,6 +24,7 @@
 #include "tokenizer/tokenizer.h"
 #include "translate/glossary.h"
 #include "translate/lang.h"
+#include "translate/prompt_ext.h"
 #include "translate/tm.h"
 
 #include <stdbool.h>
@@ -79,8 +80,15 @@ struct hy_doc_opts {
                                         * become one space, so the output has the input's
                                         * lines, blank ones where they were */
     double timeout_s;                  /* per segment; 0: none */
-    /* Terminology and context (prompt_ext.h), for models of the dense (HY-MT1.5) prompt
-     * style only: with the 7b style any of them is HY_E_INVAL before anything runs. */
+    /* The prompts the model takes (prompt_detect.h decides them); NULL: what the tokenizer
+     * alone suggests (hy_prompt_gen_of_style). Borrowed. */
+    const struct hy_prompt_kind *prompt;
+    /* Hy-MT2's style, preferences, delimiters or data format (prompt_ext.h), for every
+     * segment; NULL: none. Not with a glossary or context; another generation's model:
+     * HY_E_INVAL before anything runs. Borrowed. */
+    const struct hy_prompt_instr *instr;
+    /* Terminology and context (prompt_ext.h), for HY-MT1.5 and Hy-MT2 models only: with
+     * a Hunyuan-MT (mt1) model any of them is HY_E_INVAL before anything runs. */
     const struct hy_glossary *glossary; /* borrowed; a segment with terms gets them */
     const char *context;               /* text before the document (borrowed, UTF-8) */
     size_t context_len;

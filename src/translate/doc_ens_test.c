@@ -123,8 +123,9 @@ static size_t reference(struct run *r, const struct hy_lang *src, const struct h
     for (size_t i = 0; i < n && i < 8; i++) {
         static int32_t prompt[CMAX_SEQ], gen[CMAX_SEQ];
         size_t np = 0;
-        CHECK(hy_prompt_translate(tok, HY_PROMPT_7B, src, tgt, text + segs[i].off, segs[i].len,
-                                  prompt, MAX_SEQ, &np, &err) == HY_OK);
+        const struct hy_prompt_kind k7 = {HY_PROMPT_7B, HY_PROMPT_GEN_MT1};
+        CHECK(hy_prompt_translate(tok, &k7, src, tgt, text + segs[i].off, segs[i].len, prompt,
+                                  MAX_SEQ, &np, &err) == HY_OK);
         int max_new = MAX_NEW < MAX_SEQ - (int)np ? MAX_NEW : MAX_SEQ - (int)np;
         struct hy_chimera_cand c[3];
         for (int k = 0; k < 3; k++)

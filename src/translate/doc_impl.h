@@ -34,7 +34,7 @@ struct hy_doc {
     const struct hy_doc_opts *o;
     const char *text;
     size_t len;
-    enum hy_prompt_style style;
+    struct hy_prompt_kind kind;           /* the model's chat format and generation */
     const struct hy_lang *src;
     int32_t stop[HY_ENGINE_MAX_STOP];
     int n_stop;

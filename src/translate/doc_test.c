@@ -82,11 +82,12 @@ static const char doc_text[] =
 static size_t expected(const char *text, size_t len, const struct hy_doc_opts *o, char *out,
                        size_t cap, size_t *n_segs)
 {
-    enum hy_prompt_style style;
+    struct hy_prompt_kind kind;
     struct hy_err err = {{0}};
-    CHECK(hy_prompt_style_detect(tok, &style, &err) == HY_OK);
+    CHECK(hy_prompt_style_detect(tok, &kind.chat, &err) == HY_OK);
+    kind.gen = hy_prompt_gen_of_style(kind.chat);
     int32_t stop[8];
-    int n_stop = (int)hy_prompt_stop_ids(tok, style, stop, 8);
+    int n_stop = (int)hy_prompt_stop_ids(tok, kind.chat, stop, 8);
     struct hy_seg segs[64];
     size_t n = 0, trail = 0, written = 0;
     struct hy_seg_opts so = {(size_t)o->max_seg_tokens, count, NULL, o->keep_lines};
@@ -97,7 +98,7 @@ static size_t expected(const char *text, size_t len, const struct hy_doc_opts *o
     for (size_t i = 0; i < n; i++) {
         int32_t prompt[1024], gen[1024];
         size_t np = 0;
-        CHECK(hy_prompt_translate(tok, style, src, o->tgt, text + segs[i].off, segs[i].len, prompt,
+        CHECK(hy_prompt_translate(tok, &kind, src, o->tgt, text + segs[i].off, segs[i].len, prompt,
                                   1024, &np, &err) == HY_OK);
         int max_new = 2 * (int)count(NULL, text + segs[i].off, segs[i].len) + 64;
         max_new = max_new < 512 - (int)np ? max_new : 512 - (int)np;

@@ -373,9 +373,13 @@ hy_status hy_format_doc_translate(struct hy_engine *e, const struct hy_tok *tok,
     size_t plain_len = 0, n = 0;
     struct buf tr = {0};
     char *out = NULL;
-    enum hy_prompt_style style = HY_PROMPT_7B;
-    bool tags = f == HY_FORMAT_HTML && !hy_prompt_style_detect(tok, &style, NULL) &&
-                hy_prompt_ext_supported(style); /* inline tags as <sN> markers */
+    /* inline tags as <sN> markers where the model has the formatted-text prompt */
+    struct hy_prompt_kind kind = {HY_PROMPT_7B, HY_PROMPT_GEN_MT1};
+    if (o->prompt)
+        kind = *o->prompt;
+    else if (!hy_prompt_style_detect(tok, &kind.chat, NULL))
+        kind.gen = hy_prompt_gen_of_style(kind.chat);
+    bool tags = f == HY_FORMAT_HTML && hy_prompt_ext_has_formatted(kind.gen);
     hy_status st =
         hy_format_doc_prepare_tags(f, text, len, tags, &fd, &plain, &plain_len, err);
     struct hy_doc_opts po = *o;

@@ -76,6 +76,23 @@ static const struct lang_row ROWS[HY_LANG_COUNT] = {
 
 #define NAME_MAX_BYTES 64 /* longer input is no language name */
 
+/* The 38 languages of the Hunyuan-MT, HY-MT1.5 and Hy-MT2 READMEs (the same table in all
+ * three, model doc 5.5 and Hy-MT2 doc 5.2), in README order. */
+#define README_38                                                                          \
+    "zh en fr pt es ja tr ru ar ko th it de vi ms id tl hi zh-Hant pl cs nl km my fa gu ur " \
+    "te mr he bn ta uk bo kk mn ug yue"
+
+/* One table per generation: its name (prompt.h's hy_prompt_gen_name) and its codes,
+ * space-separated, each a code of ROWS. */
+static const struct {
+    const char *gen;
+    const char *codes;
+} GENS[] = {
+    {"mt1", README_38},
+    {"mt1.5", README_38},
+    {"mt2", README_38},
+};
+
 const struct hy_lang *hy_lang_at(size_t i)
 {
     HY_ASSERT(i < HY_LANG_COUNT);
@@ -202,4 +219,66 @@ size_t hy_lang_list(char *buf, size_t cap)
     if (cap > 0)
         buf[need < cap ? need : cap - 1] = '\0';
     return need;
+}
+
+static const char *gen_codes(const char *gen)
+{
+    for (size_t i = 0; gen && i < sizeof GENS / sizeof GENS[0]; i++)
+        if (strcmp(GENS[i].gen, gen) == 0)
+            return GENS[i].codes;
+    return NULL;
+}
+
+/* The next code of a space-separated list at *p: its start and length; 0 at the end. */
+static size_t next_code(const char **p, const char **code)
+{
+    while (**p == ' ')
+        ++*p;
+    *code = *p;
+    while (**p && **p != ' ')
+        ++*p;
+    return (size_t)(*p - *code);
+}
+
+static const struct hy_lang *by_code(const char *code, size_t n)
+{
+    for (size_t i = 0; i < HY_LANG_COUNT; i++)
+        if (strlen(ROWS[i].lang.code) == n && memcmp(ROWS[i].lang.code, code, n) == 0)
+            return &ROWS[i].lang;
+    return NULL;
+}
+
+size_t hy_lang_gen_count(const char *gen)
+{
+    const char *p = gen_codes(gen), *c;
+    size_t n = 0;
+    while (p && next_code(&p, &c))
+        n++;
+    return n;
+}
+
+const struct hy_lang *hy_lang_gen_at(const char *gen, size_t i)
+{
+    const char *p = gen_codes(gen), *c;
+    size_t n;
+    HY_ASSERT(p != NULL);
+    while ((n = next_code(&p, &c)) > 0) {
+        if (i-- == 0) {
+            const struct hy_lang *l = by_code(c, n);
+            HY_ASSERT(l != NULL); /* lang_test checks every table */
+            return l;
+        }
+    }
+    HY_ASSERT(!"hy_lang_gen_at: index past the table");
+    return NULL;
+}
+
+bool hy_lang_gen_has(const char *gen, const struct hy_lang *l)
+{
+    const char *p = gen_codes(gen), *c;
+    size_t n;
+    while (l && p && (n = next_code(&p, &c)) > 0)
+        if (strlen(l->code) == n && memcmp(l->code, c, n) == 0)
+            return true;
+    return false;
 }

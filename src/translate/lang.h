@@ -63,6 +63,16 @@ const struct hy_lang *hy_lang_find(const char *name);
  * truncated to fit when cap is short). Returns the length the full list needs. */
 size_t hy_lang_list(char *buf, size_t cap);
 
+/* The languages each model generation translates: one table per generation in lang.c
+ * (the generation's name as prompt.h spells it, "mt1", "mt1.5", "mt2", and its codes in
+ * its README's order). Every code is a row of the main table, so a generation with a
+ * larger list (Hy-MT3 announces 102 languages) is a table change: rows for the new
+ * languages above, and one more generation table. hy_lang_gen_count is 0 and
+ * hy_lang_gen_has false for an unknown generation; hy_lang_gen_at asserts i < count. */
+size_t hy_lang_gen_count(const char *gen);
+const struct hy_lang *hy_lang_gen_at(const char *gen, size_t i);
+bool hy_lang_gen_has(const char *gen, const struct hy_lang *l);
+
 /* Guesses the language of len bytes of text (invalid UTF-8 tolerated) from the first
  * HY_LANG_DETECT_MAX bytes (the n-grams from the first HY_NGRAM_TEXT_MAX). The best of
  * hy_lang_detect_ranked when its confidence is at least HY_LANG_DETECT_MIN_CONFIDENCE,

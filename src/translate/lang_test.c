@@ -210,8 +210,33 @@ static void test_detect_ranked(void)
     CHECK(hy_lang_detect_ranked(bytes, sizeof bytes, g, HY_LANG_COUNT) <= HY_LANG_COUNT);
 }
 
+/* Every generation's table resolves to distinct rows of the main table (hy_lang_gen_at
+ * asserts a known code), and an unknown generation has none. */
+static void test_gen_tables(void)
+{
+    static const char *const GENS[] = {"mt1", "mt1.5", "mt2"};
+    for (size_t g = 0; g < sizeof GENS / sizeof GENS[0]; g++) {
+        size_t n = hy_lang_gen_count(GENS[g]);
+        CHECKF(n == 38, "%s: %zu languages", GENS[g], n);
+        for (size_t i = 0; i < n; i++) {
+            const struct hy_lang *l = hy_lang_gen_at(GENS[g], i);
+            CHECK(hy_lang_gen_has(GENS[g], l));
+            for (size_t j = 0; j < i; j++)
+                CHECKF(hy_lang_gen_at(GENS[g], j) != l, "%s: %s twice", GENS[g], l->code);
+        }
+        /* README order: zh first, yue last */
+        CHECK(strcmp(hy_lang_gen_at(GENS[g], 0)->code, "zh") == 0);
+        CHECK(strcmp(hy_lang_gen_at(GENS[g], n - 1)->code, "yue") == 0);
+    }
+    CHECK(hy_lang_gen_count("mt3") == 0);
+    CHECK(hy_lang_gen_count(NULL) == 0);
+    CHECK(!hy_lang_gen_has("mt3", hy_lang_find("en")));
+    CHECK(!hy_lang_gen_has("mt2", NULL));
+}
+
 int main(void)
 {
+    test_gen_tables();
     test_table();
     test_aliases();
     test_list();

@@ -17,15 +17,9 @@ struct style {
     const char *gen;        /* the generation prompt */
     const char *detect[2];  /* the tokens that identify the style */
     const char *stop[HY_PROMPT_MAX_STOP];
-    /* translation instructions (model doc 5.4): prefix, target name, suffix, text */
-    const char *zh_prefix, *zh_suffix;
 };
 
-/* The XX<=>XX prompt, the same in both styles. */
-#define EN_PREFIX "Translate the following segment into "
-#define EN_SUFFIX ", without additional explanation.\n\n"
-
-static const struct style STYLES[] = {
+static const struct style STYLES[HY_PROMPT_STYLE_COUNT] = {
     [HY_PROMPT_7B] = {"7b",
                       "<|startoftext|>",
                       "<|extra_4|>",
@@ -36,9 +30,7 @@ static const struct style STYLES[] = {
                       "<|eos|>",
                       NULL,
                       {"<|startoftext|>", "<|extra_0|>"},
-                      {"<|eos|>", "<|endoftext|>", "<|extra_5|>", NULL},
-                      "把下面的文本翻译成",
-                      "，不要额外解释。\n\n"},
+                      {"<|eos|>", "<|endoftext|>", "<|extra_5|>", NULL}},
     [HY_PROMPT_DENSE] = {"dense",
                          "<｜hy_begin▁of▁sentence｜>",
                          "<｜hy_place▁holder▁no▁3｜>",
@@ -49,21 +41,84 @@ static const struct style STYLES[] = {
                          "<｜hy_place▁holder▁no▁2｜>",
                          "<｜hy_Assistant｜>",
                          {"<｜hy_begin▁of▁sentence｜>", "<｜hy_User｜>"},
-                         {"<｜hy_place▁holder▁no▁2｜>", "<｜hy_end▁of▁sentence｜>", NULL, NULL},
-                         "将以下文本翻译为",
-                         "，注意只需要输出翻译后的结果，不要额外解释：\n\n"},
+                         {"<｜hy_place▁holder▁no▁2｜>", "<｜hy_end▁of▁sentence｜>", NULL, NULL}},
+    /* Tencent's hy_v3_template.py ("from chat_template.jinja & tokenizer_config.json"):
+     * the system text follows BOS with no tag. Whether the released template's generation
+     * prompt adds an empty <think></think> is not known (Hy-MT2 doc 4.4): none here. */
+    [HY_PROMPT_HYV3] = {"hyv3",
+                        "<｜hy_begin▁of▁sentence｜>",
+                        NULL,
+                        "<｜hy_User｜>",
+                        NULL,
+                        NULL,
+                        "<｜hy_Assistant｜>",
+                        "<｜hy_eos｜>",
+                        "<｜hy_Assistant｜>",
+                        {"<｜hy_eos｜>", "<｜hy_User｜>"},
+                        {"<｜hy_eos｜>", NULL, NULL, NULL}},
+};
+
+/* Detection order: hyv3 before dense, whose two tokens a hyv3 tokenizer also has. */
+static const enum hy_prompt_style DETECT_ORDER[] = {HY_PROMPT_7B, HY_PROMPT_HYV3,
+                                                    HY_PROMPT_DENSE};
+
+/* One generation's plain translation prompt: prefix, the target's name, suffix, the text;
+ * the Chinese one (Chinese name) for a pair with a Chinese side, else the English one. */
+struct gen {
+    const char *name, *title;
+    const char *zh_prefix, *zh_suffix, *en_prefix, *en_suffix;
+};
+
+/* Hunyuan-MT-7B's English prompt, which HY-MT1.5 kept (model doc 5.4). */
+#define EN1_PREFIX "Translate the following segment into "
+#define EN1_SUFFIX ", without additional explanation.\n\n"
+/* HY-MT1.5's Chinese prompt, which Hy-MT2 kept (Hy-MT2 doc 5.1). */
+#define ZH15_PREFIX "将以下文本翻译为"
+#define ZH15_SUFFIX "，注意只需要输出翻译后的结果，不要额外解释：\n\n"
+
+static const struct gen GENS[HY_PROMPT_GEN_COUNT] = {
+    [HY_PROMPT_GEN_MT1] = {"mt1", "Hunyuan-MT", "把下面的文本翻译成", "，不要额外解释。\n\n",
+                           EN1_PREFIX, EN1_SUFFIX},
+    [HY_PROMPT_GEN_MT15] = {"mt1.5", "HY-MT1.5", ZH15_PREFIX, ZH15_SUFFIX, EN1_PREFIX,
+                            EN1_SUFFIX},
+    /* The README's table prints the placeholders as code spans with a space on each side
+     * and the key phrase in bold: Markdown, not prompt text (the report's Table 1 and
+     * the HY-MT1.5 README have neither). */
+    [HY_PROMPT_GEN_MT2] = {"mt2", "Hy-MT2", ZH15_PREFIX, ZH15_SUFFIX,
+                           "Translate the following text into ",
+                           ". Note that you should only output the translated result without "
+                           "any additional explanation:\n\n"},
+};
+
+/* Aliases people type for a generation, folded (lower case, no '-', '_' or space). */
+static const struct {
+    const char *alias;
+    enum hy_prompt_gen gen;
+} GEN_ALIASES[] = {
+    {"mt1", HY_PROMPT_GEN_MT1},       {"mt1.0", HY_PROMPT_GEN_MT1},
+    {"hymt1.0", HY_PROMPT_GEN_MT1},   {"hunyuanmt", HY_PROMPT_GEN_MT1},
+    {"chimera", HY_PROMPT_GEN_MT1},   {"hunyuanmtchimera", HY_PROMPT_GEN_MT1},
+    {"mt1.5", HY_PROMPT_GEN_MT15},    {"mt15", HY_PROMPT_GEN_MT15},
+    {"hymt1.5", HY_PROMPT_GEN_MT15},  {"hymt15", HY_PROMPT_GEN_MT15},
+    {"mt2", HY_PROMPT_GEN_MT2},       {"hymt2", HY_PROMPT_GEN_MT2},
 };
 
 static const struct style *style_of(enum hy_prompt_style s)
 {
-    HY_ASSERT((size_t)s < sizeof STYLES / sizeof STYLES[0]);
+    HY_ASSERT((size_t)s < HY_PROMPT_STYLE_COUNT);
     return &STYLES[s];
+}
+
+static const struct gen *gen_of(enum hy_prompt_gen g)
+{
+    HY_ASSERT((size_t)g < HY_PROMPT_GEN_COUNT);
+    return &GENS[g];
 }
 
 /* Appends n bytes to buf (cap) at *at, writing only what fits; *at counts all. */
 static void put(char *buf, size_t cap, size_t *at, const char *s, size_t n)
 {
-    if (*at <= cap && n <= cap - *at)
+    if (n && *at <= cap && n <= cap - *at) /* n 0: buf may be NULL */
         memcpy(buf + *at, s, n);
     *at += n;
 }
@@ -78,13 +133,69 @@ const char *hy_prompt_style_name(enum hy_prompt_style style)
     return style_of(style)->name;
 }
 
+const char *hy_prompt_gen_name(enum hy_prompt_gen gen)
+{
+    return gen_of(gen)->name;
+}
+
+const char *hy_prompt_gen_title(enum hy_prompt_gen gen)
+{
+    return gen_of(gen)->title;
+}
+
+/* s folded into f (cap bytes): ASCII lower case, without '-', '_' and ' '. false when
+ * it does not fit. */
+static bool fold_name(const char *s, char *f, size_t cap)
+{
+    size_t n = 0;
+    for (; s && *s; s++) {
+        char c = *s;
+        if (c == '-' || c == '_' || c == ' ')
+            continue;
+        if (n + 1 >= cap)
+            return false;
+        f[n++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    f[n] = '\0';
+    return true;
+}
+
+bool hy_prompt_gen_parse(const char *name, enum hy_prompt_gen *gen)
+{
+    char f[32], t[32];
+    if (!fold_name(name, f, sizeof f))
+        return false;
+    for (size_t i = 0; i < HY_PROMPT_GEN_COUNT; i++) {
+        if (fold_name(GENS[i].title, t, sizeof t) && strcmp(f, t) == 0) {
+            *gen = (enum hy_prompt_gen)i;
+            return true;
+        }
+    }
+    for (size_t i = 0; i < sizeof GEN_ALIASES / sizeof GEN_ALIASES[0]; i++)
+        if (strcmp(f, GEN_ALIASES[i].alias) == 0) {
+            *gen = GEN_ALIASES[i].gen;
+            return true;
+        }
+    return false;
+}
+
+enum hy_prompt_gen hy_prompt_gen_of_style(enum hy_prompt_style style)
+{
+    static const enum hy_prompt_gen BY_STYLE[HY_PROMPT_STYLE_COUNT] = {
+        [HY_PROMPT_7B] = HY_PROMPT_GEN_MT1,
+        [HY_PROMPT_DENSE] = HY_PROMPT_GEN_MT15,
+        [HY_PROMPT_HYV3] = HY_PROMPT_GEN_MT2,
+    };
+    return BY_STYLE[style_of(style) - STYLES];
+}
+
 hy_status hy_prompt_style_detect(const struct hy_tok *tok, enum hy_prompt_style *style,
                                  struct hy_err *err)
 {
-    char missing[160] = {0};
+    char missing[200] = {0};
     size_t at = 0;
-    for (size_t s = 0; s < sizeof STYLES / sizeof STYLES[0]; s++) {
-        const struct style *st = &STYLES[s];
+    for (size_t o = 0; o < sizeof DETECT_ORDER / sizeof DETECT_ORDER[0]; o++) {
+        const struct style *st = &STYLES[DETECT_ORDER[o]];
         bool ok = true;
         for (int i = 0; i < 2; i++) {
             if (hy_tok_find(tok, st->detect[i]) < 0) {
@@ -94,15 +205,29 @@ hy_status hy_prompt_style_detect(const struct hy_tok *tok, enum hy_prompt_style 
             }
         }
         if (ok) {
-            *style = (enum hy_prompt_style)s;
+            *style = DETECT_ORDER[o];
             return HY_OK;
         }
     }
     missing[at < sizeof missing ? at : sizeof missing - 1] = '\0';
     return hy_err_set(err, HY_E_NOTFOUND,
-                      "tokenizer has none of the Hunyuan chat templates (7b: <|startoftext|> "
-                      "<|extra_0|>; dense: <｜hy_begin▁of▁sentence｜> <｜hy_User｜>); missing: %s",
+                      "tokenizer has none of the Hunyuan chat templates (7b, hyv3, dense); "
+                      "missing: %s",
                       missing);
+}
+
+hy_status hy_prompt_check_langs(enum hy_prompt_gen gen, const struct hy_lang *src,
+                                const struct hy_lang *tgt, struct hy_err *err)
+{
+    const char *g = gen_of(gen)->name;
+    const struct hy_lang *l = !hy_lang_gen_has(g, tgt)               ? tgt
+                              : src && !hy_lang_gen_has(g, src) ? src
+                                                                : NULL;
+    if (l)
+        return hy_err_set(err, HY_E_INVAL, "%s (%s) is not among the %zu languages %s models "
+                          "translate", l->name_en, l->code, hy_lang_gen_count(g),
+                          gen_of(gen)->title);
+    return HY_OK;
 }
 
 bool hy_prompt_is_chinese(const struct hy_lang *src, const struct hy_lang *tgt)
@@ -120,16 +245,16 @@ static hy_status finish(size_t at, size_t cap, size_t *n_out, struct hy_err *err
     return HY_OK;
 }
 
-hy_status hy_prompt_user(enum hy_prompt_style style, const struct hy_lang *src,
+hy_status hy_prompt_user(enum hy_prompt_gen gen, const struct hy_lang *src,
                          const struct hy_lang *tgt, const char *text, size_t len, char *buf,
                          size_t cap, size_t *n_out, struct hy_err *err)
 {
-    const struct style *st = style_of(style);
+    const struct gen *g = gen_of(gen);
     bool zh = hy_prompt_is_chinese(src, tgt);
     size_t at = 0;
-    puts0(buf, cap, &at, zh ? st->zh_prefix : EN_PREFIX);
+    puts0(buf, cap, &at, zh ? g->zh_prefix : g->en_prefix);
     puts0(buf, cap, &at, zh ? tgt->name_zh : tgt->name_en);
-    puts0(buf, cap, &at, zh ? st->zh_suffix : EN_SUFFIX);
+    puts0(buf, cap, &at, zh ? g->zh_suffix : g->en_suffix);
     put(buf, cap, &at, text, len);
     return finish(at, cap, n_out, err);
 }
@@ -268,20 +393,23 @@ hy_status hy_prompt_chat(const struct hy_tok *tok, enum hy_prompt_style style,
     return HY_OK;
 }
 
-hy_status hy_prompt_translate(const struct hy_tok *tok, enum hy_prompt_style style,
+hy_status hy_prompt_translate(const struct hy_tok *tok, const struct hy_prompt_kind *kind,
                               const struct hy_lang *src, const struct hy_lang *tgt,
                               const char *text, size_t len, int32_t *ids, size_t cap, size_t *n_out,
                               struct hy_err *err)
 {
     size_t need;
     *n_out = 0;
-    hy_prompt_user(style, src, tgt, text, len, NULL, 0, &need, NULL);
+    hy_status st = hy_prompt_check_langs(kind->gen, src, tgt, err);
+    if (st)
+        return st;
+    hy_prompt_user(kind->gen, src, tgt, text, len, NULL, 0, &need, NULL);
     char *user = malloc(need ? need : 1);
     if (!user)
         return hy_err_set(err, HY_E_NOMEM, "prompt: %zu bytes for the user message", need);
-    hy_prompt_user(style, src, tgt, text, len, user, need, &need, NULL);
+    hy_prompt_user(kind->gen, src, tgt, text, len, user, need, &need, NULL);
     struct hy_prompt_msg m = {HY_PROMPT_USER, user, need};
-    hy_status st = hy_prompt_chat(tok, style, &m, 1, true, ids, cap, n_out, err);
+    st = hy_prompt_chat(tok, kind->chat, &m, 1, true, ids, cap, n_out, err);
     free(user);
     return st;
 }

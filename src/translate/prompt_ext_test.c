@@ -14,7 +14,7 @@ static void check_user(const struct hy_prompt_ext *x, const char *tgt, const cha
     char buf[2048];
     size_t n = 0;
     struct hy_err err = {{0}};
-    hy_status st = hy_prompt_ext_user(HY_PROMPT_DENSE, hy_lang_find("en"), hy_lang_find(tgt), x,
+    hy_status st = hy_prompt_ext_user(HY_PROMPT_GEN_MT15, hy_lang_find("en"), hy_lang_find(tgt), x,
                                       text, strlen(text), buf, sizeof buf, &n, &err);
     CHECKF(st == HY_OK, "%s", err.msg);
     CHECKF(n == strlen(want) && !memcmp(buf, want, n), "got [%.*s]\nwant [%s]", (int)n, buf,
@@ -93,32 +93,33 @@ static void test_formatted(void)
     x.context_len = 1;
     char buf[64];
     size_t n;
-    CHECK(hy_prompt_ext_user(HY_PROMPT_DENSE, NULL, hy_lang_find("zh"), &x, "a", 1, buf,
+    CHECK(hy_prompt_ext_user(HY_PROMPT_GEN_MT15, NULL, hy_lang_find("zh"), &x, "a", 1, buf,
                              sizeof buf, &n, NULL) == HY_E_INVAL);
 }
 
-static void test_plain_and_7b(void)
+static void test_plain_and_mt1(void)
 {
     char a[512], b[512];
     size_t na = 0, nb = 0;
     const struct hy_lang *en = hy_lang_find("en"), *de = hy_lang_find("de");
-    /* nothing asked: the plain prompt, in both styles */
+    /* nothing asked: the plain prompt, in every generation */
     struct hy_prompt_ext none = {0};
-    for (int s = 0; s < 2; s++) {
-        CHECK(hy_prompt_ext_user((enum hy_prompt_style)s, en, de, &none, "Hi", 2, a, sizeof a, &na,
+    for (int g = 0; g < HY_PROMPT_GEN_COUNT; g++) {
+        CHECK(hy_prompt_ext_user((enum hy_prompt_gen)g, en, de, &none, "Hi", 2, a, sizeof a, &na,
                                  NULL) == HY_OK);
-        CHECK(hy_prompt_user((enum hy_prompt_style)s, en, de, "Hi", 2, b, sizeof b, &nb, NULL) ==
+        CHECK(hy_prompt_user((enum hy_prompt_gen)g, en, de, "Hi", 2, b, sizeof b, &nb, NULL) ==
               HY_OK);
         CHECK(na == nb && !memcmp(a, b, na));
     }
     struct hy_prompt_ext x = {.context = "c", .context_len = 1};
     struct hy_err err = {{0}};
-    CHECK(hy_prompt_ext_user(HY_PROMPT_7B, en, de, &x, "Hi", 2, a, sizeof a, &na, &err) ==
+    CHECK(hy_prompt_ext_user(HY_PROMPT_GEN_MT1, en, de, &x, "Hi", 2, a, sizeof a, &na, &err) ==
           HY_E_UNSUPPORTED);
     CHECK(strstr(err.msg, "HY-MT1.5") != NULL);
-    CHECK(!hy_prompt_ext_supported(HY_PROMPT_7B) && hy_prompt_ext_supported(HY_PROMPT_DENSE));
+    CHECK(!hy_prompt_ext_supported(HY_PROMPT_GEN_MT1) &&
+          hy_prompt_ext_supported(HY_PROMPT_GEN_MT15) && hy_prompt_ext_supported(HY_PROMPT_GEN_MT2));
     /* too small a buffer: the size needed */
-    CHECK(hy_prompt_ext_user(HY_PROMPT_DENSE, en, de, &x, "Hi", 2, a, 4, &na, NULL) ==
+    CHECK(hy_prompt_ext_user(HY_PROMPT_GEN_MT15, en, de, &x, "Hi", 2, a, 4, &na, NULL) ==
           HY_E_NOSPACE);
     CHECK(na > 4);
 }
@@ -138,16 +139,17 @@ static void test_ids(void)
     const struct hy_lang *de = hy_lang_find("de");
     char user[512];
     size_t nu = 0, n1 = 0, n2 = 0;
-    CHECK(hy_prompt_ext_user(HY_PROMPT_DENSE, NULL, de, &x, "Next one.", 9, user, sizeof user, &nu,
-                             NULL) == HY_OK);
+    const struct hy_prompt_kind k = {HY_PROMPT_DENSE, HY_PROMPT_GEN_MT15};
+    CHECK(hy_prompt_ext_user(k.gen, NULL, de, &x, "Next one.", 9, user, sizeof user, &nu, NULL) ==
+          HY_OK);
     int32_t a[1024], b[1024];
-    CHECK(hy_prompt_ext_translate(tok, HY_PROMPT_DENSE, NULL, de, &x, "Next one.", 9, a, 1024, &n1,
-                                  &err) == HY_OK);
+    CHECK(hy_prompt_ext_translate(tok, &k, NULL, de, &x, "Next one.", 9, a, 1024, &n1, &err) ==
+          HY_OK);
     struct hy_prompt_msg m = {HY_PROMPT_USER, user, nu};
     CHECK(hy_prompt_chat(tok, HY_PROMPT_DENSE, &m, 1, true, b, 1024, &n2, &err) == HY_OK);
     CHECK(n1 == n2 && n1 > 10 && !memcmp(a, b, n1 * sizeof *a));
-    CHECK(hy_prompt_ext_translate(tok, HY_PROMPT_DENSE, NULL, de, &x, "Next one.", 9, a, 5, &n1,
-                                  &err) == HY_E_NOSPACE);
+    CHECK(hy_prompt_ext_translate(tok, &k, NULL, de, &x, "Next one.", 9, a, 5, &n1, &err) ==
+          HY_E_NOSPACE);
     hy_tok_destroy(tok);
 }
 
@@ -173,7 +175,7 @@ int main(void)
     test_terminology();
     test_context();
     test_formatted();
-    test_plain_and_7b();
+    test_plain_and_mt1();
     test_ids();
     test_unwrap();
     return test_result();

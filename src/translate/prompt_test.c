@@ -13,7 +13,7 @@
 
 /* ---- the user message, without a tokenizer ---- */
 
-static void check_user(enum hy_prompt_style style, const char *src, const char *tgt,
+static void check_user(enum hy_prompt_gen gen, const char *src, const char *tgt,
                        const char *text, const char *want)
 {
     char buf[1024];
@@ -22,29 +22,29 @@ static void check_user(enum hy_prompt_style style, const char *src, const char *
     CHECK(t != NULL && (src == NULL || s != NULL));
     if (!t)
         return;
-    CHECK(hy_prompt_user(style, s, t, text, strlen(text), buf, sizeof buf, &n, NULL) == HY_OK);
+    CHECK(hy_prompt_user(gen, s, t, text, strlen(text), buf, sizeof buf, &n, NULL) == HY_OK);
     CHECKF(n == strlen(want) && memcmp(buf, want, n) == 0, "%s->%s: [%.*s]", src ? src : "?", tgt,
            (int)n, buf);
 }
 
 static void test_user(void)
 {
-    check_user(HY_PROMPT_7B, "zh", "en", "你好", "把下面的文本翻译成英语，不要额外解释。\n\n你好");
-    check_user(HY_PROMPT_7B, "en", "zh-Hant", "Hi",
+    check_user(HY_PROMPT_GEN_MT1, "zh", "en", "你好", "把下面的文本翻译成英语，不要额外解释。\n\n你好");
+    check_user(HY_PROMPT_GEN_MT1, "en", "zh-Hant", "Hi",
                "把下面的文本翻译成繁体中文，不要额外解释。\n\nHi");
-    check_user(HY_PROMPT_7B, "de", "yue", "Hallo",
+    check_user(HY_PROMPT_GEN_MT1, "de", "yue", "Hallo",
                "把下面的文本翻译成粤语，不要额外解释。\n\nHallo");
     check_user(
-        HY_PROMPT_7B, "en", "fr", "Hi",
+        HY_PROMPT_GEN_MT1, "en", "fr", "Hi",
         "Translate the following segment into French, without additional explanation.\n\nHi");
-    check_user(HY_PROMPT_DENSE, "ja", "zh", "こんにちは",
+    check_user(HY_PROMPT_GEN_MT15, "ja", "zh", "こんにちは",
                "将以下文本翻译为中文，注意只需要输出翻译后的结果，不要额外解释：\n\nこんにちは");
-    check_user(HY_PROMPT_DENSE, "ko", "vi", "안녕",
+    check_user(HY_PROMPT_GEN_MT15, "ko", "vi", "안녕",
                "Translate the following segment into Vietnamese, without additional "
                "explanation.\n\n안녕");
     /* unknown source: the target decides */
-    check_user(HY_PROMPT_7B, NULL, "zh", "Hola", "把下面的文本翻译成中文，不要额外解释。\n\nHola");
-    check_user(HY_PROMPT_DENSE, NULL, "ru", "Hola",
+    check_user(HY_PROMPT_GEN_MT1, NULL, "zh", "Hola", "把下面的文本翻译成中文，不要额外解释。\n\nHola");
+    check_user(HY_PROMPT_GEN_MT15, NULL, "ru", "Hola",
                "Translate the following segment into Russian, without additional "
                "explanation.\n\nHola");
     CHECK(hy_prompt_is_chinese(hy_lang_find("yue"), hy_lang_find("en")));
@@ -56,7 +56,7 @@ static void test_user(void)
     char small[10];
     size_t n;
     const struct hy_lang *en = hy_lang_find("en");
-    CHECK(hy_prompt_user(HY_PROMPT_7B, NULL, en, "x", 1, small, sizeof small, &n, NULL) ==
+    CHECK(hy_prompt_user(HY_PROMPT_GEN_MT1, NULL, en, "x", 1, small, sizeof small, &n, NULL) ==
           HY_E_NOSPACE);
     CHECK(n ==
           strlen("Translate the following segment into English, without additional explanation."
@@ -148,7 +148,8 @@ static void check_entry(const json_t *e, size_t idx, struct hy_tok *tok)
         return;
     CHECKF(hy_prompt_is_chinese(src, tgt) == json_is_true(json_object_get(e, "chinese_prompt")),
            "entry %zu", idx);
-    CHECK(hy_prompt_user(style, src, tgt, text, tl, buf, sizeof buf, &n, NULL) == HY_OK);
+    struct hy_prompt_kind k = {style, hy_prompt_gen_of_style(style)}; /* goldens: mt1, mt1.5 */
+    CHECK(hy_prompt_user(k.gen, src, tgt, text, tl, buf, sizeof buf, &n, NULL) == HY_OK);
     CHECKF(n == ul && memcmp(buf, user, n) == 0, "entry %zu: user\n  got  [%.*s]\n  want [%s]", idx,
            (int)n, buf, user);
 
@@ -165,7 +166,7 @@ static void check_entry(const json_t *e, size_t idx, struct hy_tok *tok)
     CHECKF(ids_equal(want, ids, n), "entry %zu (%s %s->%s): chat ids differ (%zu vs %zu)", idx,
            kind, src->code, tgt->code, n, json_array_size(want));
     if (strcmp(kind, "single") == 0) {
-        CHECK(hy_prompt_translate(tok, style, src, tgt, text, tl, ids, MAX_IDS, &n, &err) == HY_OK);
+        CHECK(hy_prompt_translate(tok, &k, src, tgt, text, tl, ids, MAX_IDS, &n, &err) == HY_OK);
         CHECKF(ids_equal(want, ids, n), "entry %zu: translate ids differ", idx);
     }
 }
@@ -246,10 +247,11 @@ static void test_ids_extra(void)
 
     /* HY_E_NOSPACE: the size needed, and the ids that fit are the right ones */
     const struct hy_lang *zh = hy_lang_find("zh"), *en = hy_lang_find("en");
+    const struct hy_prompt_kind k7 = {HY_PROMPT_7B, HY_PROMPT_GEN_MT1};
     size_t n, m;
-    CHECK(hy_prompt_translate(t7, HY_PROMPT_7B, en, zh, "Hello there.", 12, full, MAX_IDS, &n,
-                              NULL) == HY_OK);
-    CHECK(hy_prompt_translate(t7, HY_PROMPT_7B, en, zh, "Hello there.", 12, part, 4, &m, NULL) ==
+    CHECK(hy_prompt_translate(t7, &k7, en, zh, "Hello there.", 12, full, MAX_IDS, &n, NULL) ==
+          HY_OK);
+    CHECK(hy_prompt_translate(t7, &k7, en, zh, "Hello there.", 12, part, 4, &m, NULL) ==
           HY_E_NOSPACE);
     CHECK(m == n && memcmp(part, full, sizeof part) == 0);
 
@@ -317,7 +319,8 @@ static void test_missing_tokens(void)
     struct hy_tok *tok = tiny_tok(half, 1);
     if (tok) {
         CHECK(hy_prompt_style_detect(tok, &style, &err) == HY_E_NOTFOUND);
-        CHECKF(strstr(err.msg, "missing: <|extra_0|>, <｜hy_begin▁of▁sentence｜>, <｜hy_User｜>"),
+        CHECKF(strstr(err.msg, "missing: <|extra_0|>, <｜hy_eos｜>, <｜hy_User｜>, "
+                               "<｜hy_begin▁of▁sentence｜>, <｜hy_User｜>"),
                "%s", err.msg);
         CHECK(hy_prompt_stop_ids(tok, HY_PROMPT_7B, ids, 16) == 0);
         hy_tok_destroy(tok);
@@ -335,9 +338,50 @@ static void test_missing_tokens(void)
     }
 }
 
+/* The hyv3 chat format (Tencent's hy_v3_template.py): the system text right after BOS,
+ * <｜hy_eos｜> after each assistant turn, <｜hy_Assistant｜> as the generation prompt; it
+ * is detected before dense, whose tokens it has too. */
+static void test_hyv3(void)
+{
+    static const char *const hy[] = {"<｜hy_begin▁of▁sentence｜>", "<｜hy_User｜>",
+                                     "<｜hy_Assistant｜>", "<｜hy_eos｜>",
+                                     "<｜hy_place▁holder▁no▁2｜>"}; /* ids 3..7 */
+    enum hy_prompt_style style = HY_PROMPT_7B;
+    struct hy_err err = {{0}};
+    int32_t ids[32];
+    char text[512];
+    size_t n;
+    struct hy_tok *tok = tiny_tok(hy, 5);
+    if (!tok)
+        return;
+    CHECK(hy_prompt_style_detect(tok, &style, &err) == HY_OK && style == HY_PROMPT_HYV3);
+    const struct hy_prompt_msg m[4] = {{HY_PROMPT_SYSTEM, "ab", 2},
+                                       {HY_PROMPT_USER, "ab", 2},
+                                       {HY_PROMPT_ASSISTANT, "b", 1},
+                                       {HY_PROMPT_USER, "a", 1}};
+    const char *want = "<｜hy_begin▁of▁sentence｜>ab<｜hy_User｜>ab<｜hy_Assistant｜>b<｜hy_eos｜>"
+                       "<｜hy_User｜>a<｜hy_Assistant｜>";
+    CHECK(hy_prompt_render(HY_PROMPT_HYV3, m, 4, true, text, sizeof text, &n, NULL) == HY_OK);
+    CHECKF(n == strlen(want) && !memcmp(text, want, n), "[%.*s]", (int)n, text);
+    CHECK(hy_prompt_chat(tok, HY_PROMPT_HYV3, m, 4, true, ids, 32, &n, &err) == HY_OK);
+    static const int32_t want_ids[] = {3, 2, 4, 2, 5, 1, 6, 4, 0, 5};
+    CHECK(n == 10 && !memcmp(ids, want_ids, sizeof want_ids));
+    CHECK(hy_prompt_stop_ids(tok, HY_PROMPT_HYV3, ids, 32) == 1 && ids[0] == 6);
+    /* the generation prompt is the only difference add_generation_prompt makes */
+    CHECK(hy_prompt_chat(tok, HY_PROMPT_HYV3, m, 4, false, ids, 32, &n, &err) == HY_OK && n == 9);
+    hy_tok_destroy(tok);
+    tok = tiny_tok(hy, 3); /* no <｜hy_eos｜>: the dense format */
+    if (tok) {
+        CHECK(hy_prompt_style_detect(tok, &style, &err) == HY_OK && style == HY_PROMPT_DENSE);
+        hy_tok_destroy(tok);
+    }
+    CHECK(strcmp(hy_prompt_style_name(HY_PROMPT_HYV3), "hyv3") == 0);
+}
+
 int main(void)
 {
     test_user();
+    test_hyv3();
     test_golden();
     test_ids_extra();
     test_missing_tokens();

@@ -10,23 +10,7 @@ trap 'rm -rf "$TMP"' EXIT
 fails=0
 checks=0
 
-# expect CODE DESCRIPTION -- COMMAND...
-expect() {
-    want=$1; what=$2; shift 3
-    checks=$((checks + 1))
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    if [ "$got" != "$want" ]; then
-        fails=$((fails + 1))
-        echo "FAIL: $what: exit $got, expected $want: $*"; sed 's/^/  stderr: /' "$TMP/err"
-    fi
-}
-contains() {
-    checks=$((checks + 1))
-    if ! grep -q -- "$2" "$1"; then
-        fails=$((fails + 1)); echo "FAIL: $3: '$2' not in $(basename "$1")"; sed 's/^/  /' "$1"
-    fi
-}
+. "$(dirname "$0")/../cli_check.sh"
 
 G=$TMP/mqa.gguf
 expect 0 "help" -- "$HYMT" convert --help

@@ -64,44 +64,37 @@ def max_rel(a, b):
     return float((num / den).max())
 
 
-def make(d):
-    cfg = json.load(open(os.path.join(d, "config.json")))
-    ids = prompt_ids(cfg["vocab_size"], 7)
-    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
-    model.eval()
-    print(f"{d}: transformers {transformers.__version__} read rope as "
-          f"{getattr(model.config, 'rope_parameters', None)}")
-    gen, plog, glog, margins = greedy(model, ids, N_GEN)
-    inv_freq = model.model.rotary_emb.inv_freq.float().tolist()
-    head_tied = bool(model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
-                     or torch.equal(model.lm_head.weight, model.model.embed_tokens.weight))
-    m64 = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()
-    with torch.no_grad():
-        p64 = m64(torch.tensor([ids])).logits[0]
-    plog.numpy().astype("<f4").tofile(os.path.join(d, "golden_prompt_logits.f32"))
-    glog.numpy().astype("<f4").tofile(os.path.join(d, "golden_gen_logits.f32"))
-    golden = {
+def golden_base(model, vocab, ids, gen, margins, head_tied):
+    """The fields every golden.json has first (parity_test.c reads them)."""
+    return {
         "prompt": ids,
         "greedy": gen,
-        "vocab_size": cfg["vocab_size"],
-        "inv_freq": inv_freq,
+        "vocab_size": vocab,
+        "inv_freq": model.model.rotary_emb.inv_freq.float().tolist(),
         "rope_attention_scaling": float(getattr(model.model.rotary_emb, "attention_scaling", 1.0)),
         "lm_head_is_embed_tokens": head_tied,
         "min_greedy_margin": min(margins),
         "greedy_margins": margins,
-        "fp32_vs_fp64_max_rel": max_rel(plog.double(), p64),
+    }
+
+
+def write_golden(d, golden, fp64_rel, plog, glog):
+    """The two logits files and golden.json (the float64 distance and versions last)."""
+    plog.numpy().astype("<f4").tofile(os.path.join(d, "golden_prompt_logits.f32"))
+    glog.numpy().astype("<f4").tofile(os.path.join(d, "golden_gen_logits.f32"))
+    golden.update({
+        "fp32_vs_fp64_max_rel": fp64_rel,
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,
         "device": "cpu",
         "dtype": "float32",
-    }
+    })
     with open(os.path.join(d, "golden.json"), "w") as f:
         json.dump(golden, f, indent=1)
-    print(f"{d}: prompt {len(ids)} ids, greedy {gen}, min margin {min(margins):.4f}, "
-          f"fp32 vs fp64 {golden['fp32_vs_fp64_max_rel']:.2e}, head tied {head_tied}")
 
 
-if __name__ == "__main__":
+def main(make):
+    """make(d) for every folder of the command line; every failure reported, then exit 1."""
     torch.manual_seed(0)
     failed = 0
     for d in sys.argv[1:]:
@@ -111,3 +104,26 @@ if __name__ == "__main__":
             failed += 1
             print(f"{d}: FAILED: {type(e).__name__}: {e}")
     sys.exit(1 if failed else 0)
+
+
+def make(d):
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    ids = prompt_ids(cfg["vocab_size"], 7)
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    print(f"{d}: transformers {transformers.__version__} read rope as "
+          f"{getattr(model.config, 'rope_parameters', None)}")
+    gen, plog, glog, margins = greedy(model, ids, N_GEN)
+    head_tied = bool(model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+                     or torch.equal(model.lm_head.weight, model.model.embed_tokens.weight))
+    m64 = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()
+    with torch.no_grad():
+        p64 = m64(torch.tensor([ids])).logits[0]
+    golden = golden_base(model, cfg["vocab_size"], ids, gen, margins, head_tied)
+    write_golden(d, golden, max_rel(plog.double(), p64), plog, glog)
+    print(f"{d}: prompt {len(ids)} ids, greedy {gen}, min margin {min(margins):.4f}, "
+          f"fp32 vs fp64 {golden['fp32_vs_fp64_max_rel']:.2e}, head tied {head_tied}")
+
+
+if __name__ == "__main__":
+    main(make)

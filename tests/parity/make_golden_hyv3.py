@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_golden import N_GEN, greedy, max_rel, prompt_ids  # noqa: E402
+from make_golden import N_GEN, golden_base, greedy, main, max_rel, prompt_ids, write_golden  # noqa: E402
 
 
 def outer_layout(d, out):
@@ -140,19 +140,10 @@ def make(d):
         print(f"{d}: PARAMETERS DIFFER FROM THE FILE: {differ[:20]} ({len(differ)} of {n_checked})")
     probe = RouteProbe(model)
     gen, plog, glog, margins = greedy(model, ids, N_GEN)
-    inv_freq = model.model.rotary_emb.inv_freq.float().tolist()
     fp64 = fp64_rel(src, ids, plog)
-    plog.numpy().astype("<f4").tofile(os.path.join(d, "golden_prompt_logits.f32"))
-    glog.numpy().astype("<f4").tofile(os.path.join(d, "golden_gen_logits.f32"))
-    golden = {
-        "prompt": ids,
-        "greedy": gen,
-        "vocab_size": cfg["vocab_size"],
-        "inv_freq": inv_freq,
-        "rope_attention_scaling": float(getattr(model.model.rotary_emb, "attention_scaling", 1.0)),
-        "lm_head_is_embed_tokens": bool(torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)),
-        "min_greedy_margin": min(margins),
-        "greedy_margins": margins,
+    golden = golden_base(model, cfg["vocab_size"], ids, gen, margins,
+                         bool(torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)))
+    golden.update({
         "min_route_margin": probe.min_margin,
         "route_tokens": probe.tokens,
         "route_bias_changed_tokens": probe.bias_changed,
@@ -160,14 +151,8 @@ def make(d):
         "params_checked_against_file": n_checked,
         "params_differing_from_file": differ,
         "mlp_layer_types": list(model.config.mlp_layer_types),
-        "fp32_vs_fp64_max_rel": fp64,
-        "transformers_version": transformers.__version__,
-        "torch_version": torch.__version__,
-        "device": "cpu",
-        "dtype": "float32",
-    }
-    with open(os.path.join(d, "golden.json"), "w") as f:
-        json.dump(golden, f, indent=1)
+    })
+    write_golden(d, golden, fp64, plog, glog)
     print(f"{d}: {loaded_from}, {n_checked} tensors equal to the file, layers {golden['mlp_layer_types']}, "
           f"rope {getattr(model.config, 'rope_parameters', None)}")
     print(f"{d}: prompt {len(ids)} ids, greedy {gen}, min margin {min(margins):.4f}, "
@@ -176,12 +161,4 @@ def make(d):
 
 
 if __name__ == "__main__":
-    torch.manual_seed(0)
-    failed = 0
-    for d in sys.argv[1:]:
-        try:
-            make(d)
-        except Exception as e:  # report every checkpoint, then fail
-            failed += 1
-            print(f"{d}: FAILED: {type(e).__name__}: {e}")
-    sys.exit(1 if failed else 0)
+    main(make)

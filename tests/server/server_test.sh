@@ -401,6 +401,39 @@ kill -TERM "$PID"
 wait "$PID"
 pids=""
 
+# ---------------------------------------------------------------- server P: Hy-MT2 prompts
+# The tiny 7b tokenizer decides mt1 (Hunyuan-MT) by itself, which has no instruction
+# prompts: refused; HYMT_PROMPT_STYLE=mt2 (the environment form of --prompt-style) makes
+# the same checkpoint a Hy-MT2 one, and every instruction field works.
+AUTH="X-None: 0"
+start P0 --threads 1
+U=http://127.0.0.1:$PORT
+grep -q 'prompts: mt1 (Hunyuan-MT prompts), chat format 7b, decided by the tokenizer alone' "$TMP/P0.log" ||
+    fail "P0: the prompt decision is not logged"; checks=$((checks + 1))
+post p0_style /api/translate '{"text":"Hi.","tgt":"de","style":"formal"}'
+err p0_style 400 unsupported_by_model; has p0_style 'Hy-MT2'
+kill -TERM "$PID"; wait "$PID"
+HYMT_PROMPT_STYLE=mt2 start P --threads 1
+unset HYMT_PROMPT_STYLE # a shell may keep a function call's assignment
+U=http://127.0.0.1:$PORT
+grep -q 'prompts: mt2 (Hy-MT2 prompts), chat format 7b, decided by --prompt-style mt2' "$TMP/P.log" ||
+    fail "P: HYMT_PROMPT_STYLE=mt2 not in effect"; checks=$((checks + 1))
+for f in '"style":"formal"' '"preferences":["Keep names","Be brief"]' '"delimiters":true' \
+         '"data_format":"JSON"' '"style":null,"delimiters":false'; do
+    post p_ok /api/translate "{\"text\":\"Hello world.\",\"tgt\":\"de\",\"max_tokens\":3,$f}"
+    code p_ok 200
+done
+post p_two /api/translate '{"text":"Hi.","tgt":"de","style":"formal","delimiters":true}'
+err p_two 400 invalid_parameter
+post p_type /api/translate '{"text":"Hi.","tgt":"de","preferences":"be brief"}'
+err p_type 400 invalid_parameter; has p_type 'preferences'
+post p_nl /api/translate '{"text":"Hi.","tgt":"de","style":"a\nb"}'
+err p_nl 400 invalid_parameter; has p_nl 'control character'
+post p_many /api/translate '{"text":"Hi.","tgt":"de","preferences":["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"]}'
+err p_many 400 invalid_parameter
+kill -TERM "$PID"; wait "$PID"
+pids=""
+
 # ---------------------------------------------------------------- server D: 10x the load
 # 640 requests at once (64 curl processes x 10 parallel transfers) against a small queue:
 # the excess is refused with 429 quickly, everything admitted finishes with 200, nothing

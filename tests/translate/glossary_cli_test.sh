@@ -9,22 +9,7 @@ TMP=$(mktemp -d /tmp/hymt-gloss-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
 checks=0
-expect() {
-    want=$1; what=$2; shift 3
-    checks=$((checks + 1))
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    got=$?
-    if [ "$got" != "$want" ]; then
-        fails=$((fails + 1))
-        echo "FAIL: $what: exit $got, expected $want: $*"; sed 's/^/  stderr: /' "$TMP/err"
-    fi
-}
-contains() {
-    checks=$((checks + 1))
-    if ! grep -q -- "$2" "$1"; then
-        fails=$((fails + 1)); echo "FAIL: $3: '$2' not in $(basename "$1")"; sed 's/^/  /' "$1"
-    fi
-}
+. "$(dirname "$0")/../cli_check.sh"
 D=$DATA/tiny-dense18
 printf 'cat,Katze\n"machine learning",maschinelles Lernen\n' >"$TMP/g.csv"
 printf 'The cat sleeps.\n\nNo terms here.\n\nMachine  Learning works.\n\nNor here.\n' >"$TMP/doc.txt"
@@ -64,7 +49,7 @@ contains "$TMP/err" "needs --from" "TBX needs --from"
 
 # refusals and errors
 expect 1 "7b style refuses a glossary" -- "$HYMT" translate -m "$DATA/tiny-mqa" $common --glossary "$TMP/g.csv" "$TMP/doc.txt"
-contains "$TMP/err" "needs a HY-MT1.5 model" "names the reason"
+contains "$TMP/err" "needs a HY-MT1.5 or Hy-MT2 model" "names the reason"
 expect 1 "7b style refuses context" -- "$HYMT" translate -m "$DATA/tiny-mqa" $common --context 1 "$TMP/doc.txt"
 expect 1 "languages disagree" -- "$HYMT" translate -m "$D" --to fr --glossary "$TMP/g.tsv" "$TMP/doc.txt"
 contains "$TMP/err" "a glossary for en -> de, not auto -> fr" "names both pairs"
