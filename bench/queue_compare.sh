@@ -7,14 +7,16 @@
 # One table: requests/s, completion tok/s, latency p50/p99 of each, and each queued row's
 # requests/s as a share of serve alone's (or, without it, of the first WORKERS count).
 #   GPU (one worker through the queue against serve alone):
-#     sh bench/queue_compare.sh /tmp/hy7b | tee queue_compare.md
+#     BUILD=1 B=build-gpu PRESET=7b sh bench/queue_compare.sh /tmp/hy7b | tee queue_compare.md
 #   CPU (three workers against one):
 #     DEVICE=cpu WORKERS="1 3" ALONE=0 THREADS=1 sh bench/queue_compare.sh MODEL
 # Environment: DEVICE (cuda; a worker i gets cuda:i, the lone server cuda:0), WORKERS ("1"),
 # CLIENTS ("64 256"), PROMPT (130 tokens), GEN (32 new), DURATION (30 s per run, after 3 s
 # of warm-up), THREADS (CPU threads per process; default: the backend's), SERVE_ARGS (extra
 # engine flags for serve alone and for every worker), HYMT (build/hymt), LOAD
-# (build/bench/serve_load), REDIS (redis-server).
+# (build/bench/serve_load), REDIS (redis-server), BUILD=1 (configure and build $B here:
+# CUDA when DEVICE=cuda), PRESET (make MODEL with `hymt make-test-model --preset PRESET`
+# when it does not exist, e.g. 7b).
 # Without redis-server / libhiredis (the GPU machine): put Debian 12's libhiredis0.14,
 # libhiredis-dev, redis-server, redis-tools, liblzf1 and libjemalloc2 .deb files into
 # .gpudeps/ (carried with the device call); they are unpacked into /tmp/queuedeps and used
@@ -63,6 +65,10 @@ if [ "${BUILD:-0}" = 1 ]; then
         { tail -20 "$TMP/build.log" >&2; exit 1; }
 fi
 [ -x "$HYMT" ] && [ -x "$LOAD" ] || { echo "queue_compare: build hymt and serve_load first ($HYMT, $LOAD)" >&2; exit 1; }
+if [ ! -e "$MODEL" ] && [ -n "${PRESET:-}" ]; then # random weights with a preset's shapes
+    "$HYMT" make-test-model --out "$MODEL" --preset "$PRESET" >"$TMP/make.log" 2>&1 ||
+        { tail -5 "$TMP/make.log" >&2; exit 1; }
+fi
 "$HYMT" worker --help 2>&1 | grep -q "built without" && { echo "queue_compare: $HYMT was built without libhiredis-dev" >&2; exit 1; }
 command -v "$REDIS" >/dev/null || { echo "queue_compare: no redis-server (see the header)" >&2; exit 1; }
 if [ ! -f "$MODEL/tokenizer.json" ] && [ -d "$MODEL" ]; then

@@ -298,10 +298,23 @@ set_tests_properties(reliability_soak_model PROPERTIES LABELS server FIXTURES_SE
 # `sh tests/queue/queue_test.sh build/hymt tests/data . --long`), kill -9 of a worker during
 # 200 streams, a late worker, Redis restarted mid-load, cancellation, deadlines.
 if(HIREDIS_FOUND)
+  set(HYMT_QUEUE_TEST_SIZE "")
+  if(HYMT_SANITIZE)
+    set(HYMT_QUEUE_TEST_SIZE --quick) # fewer requests: the same checks in a CI-sized time
+  endif()
   add_test(NAME queue_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/queue/queue_test.sh
-    $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR})
+    $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data ${CMAKE_SOURCE_DIR}
+    ${HYMT_QUEUE_TEST_SIZE})
   set_tests_properties(queue_test PROPERTIES LABELS queue TIMEOUT 300 SKIP_RETURN_CODE 77
     RESOURCE_LOCK hymt_queue_redis)
+  # The server test suite, unchanged, against a front end and three workers
+  # (tests/queue/hymt_via_queue.sh stands in for hymt serve). Label "cluster": in make test,
+  # not under ASan (the suite takes 90 s; queue_test covers the queue code under ASan).
+  add_test(NAME queue_server_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/server/server_test.sh
+    ${CMAKE_SOURCE_DIR}/tests/queue/hymt_via_queue.sh ${CMAKE_SOURCE_DIR}/tests/data
+    ${CMAKE_SOURCE_DIR})
+  set_tests_properties(queue_server_test PROPERTIES LABELS cluster TIMEOUT 600
+    ENVIRONMENT "HYMT_REAL=$<TARGET_FILE:hymt>")
 endif()
 
 # HTTPS (label server, so also under ASan+UBSan): `hymt serve --tls-cert/--tls-key` with a

@@ -23,7 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SERVE_DRAIN_S 30.0                    /* default wait for running requests at shutdown */
+#define SERVE_DRAIN_S 30.0
+#define HY_SERVE_FRONT_WORKERS 16 /* handler threads of a front end (--queue) by default */                    /* default wait for running requests at shutdown */
 #define SERVE_DEMO_MARKER "DEMO_MODEL_README" /* written by the Makefile's demo-model target */
 
 static const struct cli_cmd cmd = {
@@ -67,7 +68,7 @@ static const struct cli_cmd cmd = {
     "  --idle-timeout SEC         idle keep-alive connections close after this (default 30);\n"
     "                             a quiet stream gets an SSE comment every half of it\n"
     "  --workers N                threads for JSON, tokenizing and detokenizing (default:\n"
-    "                             the online CPUs, 2..16)\n"
+    "                             the online CPUs, 2..16; 16 with --queue)\n"
     "  --api-key KEY              require 'Authorization: Bearer KEY' on /api and /v1 routes\n"
     "  --api-key-file FILE        the same, KEY read from FILE's first line (not visible in ps)\n"
     "  --api-keys-file FILE       named keys, one a line: NAME KEY [RATE] (RATE: N/s, N/min\n"
@@ -227,6 +228,8 @@ static int run_front(const struct serve_opts *o, struct hy_server_config *cfg,
     struct cli_queue_front qf;
     struct hy_server *srv = NULL;
     hy_status st = cli_queue_front_open(&qf, o->queue, o->model, ep, o->result_ttl, &err);
+    if (!cfg->workers) /* a front end's handlers wait on Redis round trips, not the CPU */
+        cfg->workers = HY_SERVE_FRONT_WORKERS;
     cfg->available = queue_available;
     cfg->metrics_extra = queue_metrics;
     cfg->hooks_ctx = qf.qc;

@@ -259,6 +259,7 @@ static void qc_stats(void *ctx, struct hy_engine_stats *out)
     out->n_running = c->n_running;
     out->slots_in_use = c->n_slots - c->n_free;
     pthread_mutex_unlock(&c->mu);
+    hy_qc_worker_stats(c, out);
 }
 
 static const struct hy_engine_remote_i iface = {qc_submit, qc_read, qc_cancel, qc_release,
@@ -359,7 +360,8 @@ void hy_queue_client_destroy(struct hy_queue_client *c)
 bool hy_queue_client_available(struct hy_queue_client *c, char *why, size_t cap)
 {
     struct hy_err err = {{0}};
-    pthread_mutex_lock(&c->cmd_mu);
+    if (pthread_mutex_trylock(&c->cmd_mu) != 0)
+        return true; /* a submit holds the connection: it is up, or that submit says not */
     bool ok = hy_redis_ensure(&c->cmd, &err);
     pthread_mutex_unlock(&c->cmd_mu);
     if (!ok)

@@ -55,5 +55,6 @@ struct hy_queue_client {
 void hy_qc_finish(struct hy_queue_client *c, struct qslot *s, enum hy_finish why);
 bool hy_qc_ensure_group(struct hy_redis *r, const char *jobs_key);
 void *hy_qc_reader_main(void *arg);
+void hy_qc_worker_stats(struct hy_queue_client *c, struct hy_engine_stats *out);
 
 #endif

@@ -52,6 +52,10 @@ const char hy_job_lua_refresh[] =
     "redis.call('XCLAIM', KEYS[2], ARGV[2], ARGV[3], 0, ARGV[4], 'JUSTID')\n"
     "return 1\n";
 
+const char *const hy_job_stat_names[HY_JOB_N_STATS] = {
+    "steps", "generated", "computed", "preemptions", "kv_total", "kv_used", "kv_cached",
+    "running"};
+
 void hy_job_key(char *out, const char *prefix, const char *what, const char *id)
 {
     snprintf(out, HY_JOB_KEY_MAX, "%s:%s%s%s", prefix, what, id ? ":" : "", id ? id : "");

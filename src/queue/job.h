@@ -67,10 +67,16 @@ bool hy_job_parse_int(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *
 int64_t hy_job_now_ms(void);
 
 /* Keys: PREFIX:jobs, PREFIX:r:ID, PREFIX:o:ID (owner), PREFIX:c:ID (cancelled),
- * PREFIX:workers (heartbeats), PREFIX:stats (outcome counters). */
+ * PREFIX:workers (heartbeats), PREFIX:w:NAME (a worker's engine counters), PREFIX:stats
+ * (outcome counters). */
 void hy_job_key(char *out, const char *prefix, const char *what, const char *id);
 
 #define HY_JOB_GROUP "workers"
+
+/* A worker's engine counters in its hash PREFIX:w:NAME (heartbeat), in this order: steps,
+ * generated, computed, preemptions, kv_total, kv_used, kv_cached, running. */
+#define HY_JOB_N_STATS 8
+extern const char *const hy_job_stat_names[HY_JOB_N_STATS];
 
 /* KEYS own, res, jobs, cancel, stats; ARGV attempt, run_ttl, entry, group, result_ttl,
  * cancelled finish. 0: already done (acked), 1: taken, 2: cancelled (answered, acked). */

@@ -375,9 +375,9 @@ void hy_queue_client_metrics(struct hy_queue_client *c, FILE *f)
         fprintf(f, "# HELP hymt_queue_jobs_waiting Jobs waiting for a worker (the queue depth).\n"
                    "# TYPE hymt_queue_jobs_waiting gauge\nhymt_queue_jobs_waiting %lld\n",
                 len > pending ? len - pending : 0);
-        fprintf(f, "# HELP hymt_queue_pending_total Jobs running on workers (delivered, not "
-                   "acknowledged).\n# TYPE hymt_queue_pending_total gauge\n"
-                   "hymt_queue_pending_total %lld\n", pending);
+        fprintf(f, "# HELP hymt_queue_jobs_pending Jobs running on workers (delivered, not "
+                   "acknowledged).\n# TYPE hymt_queue_jobs_pending gauge\n"
+                   "hymt_queue_jobs_pending %lld\n", pending);
         stats_lines(f, r[2]);
         hy_redis_int(r[3], 0, INT64_MAX / 4, &workers);
         fprintf(f, "# HELP hymt_queue_workers Workers that sent a heartbeat in the last %d s.\n"
@@ -386,4 +386,56 @@ void hy_queue_client_metrics(struct hy_queue_client *c, FILE *f)
     }
     for (int i = 0; i < 4; i++)
         freeReplyObject(r[i]);
+}
+
+/* The workers' engine counters (their heartbeats' hashes) summed into out: the front end's
+ * engine gauges then describe the engines behind it. Unchanged when Redis is unreachable. */
+void hy_qc_worker_stats(struct hy_queue_client *c, struct hy_engine_stats *out)
+{
+    int64_t sum[HY_JOB_N_STATS] = {0};
+    pthread_mutex_lock(&c->cmd_mu);
+    redisReply *names = hy_redis_ensure(&c->cmd, NULL)
+                            ? hy_redis_cmdf(&c->cmd, "ZRANGE %s 0 %d", c->workers_key,
+                                            READER_MAX_CONSUMERS - 1)
+                            : NULL;
+    size_t n = 0;
+    for (size_t i = 0; names && names->type == REDIS_REPLY_ARRAY && i < names->elements; i++) {
+        char key[HY_JOB_KEY_MAX];
+        if (!label_safe(names->element[i]))
+            continue;
+        snprintf(key, sizeof key, "%s:w:%.*s", c->prefix, (int)names->element[i]->len,
+                 names->element[i]->str);
+        const char *argv[2 + HY_JOB_N_STATS] = {"HMGET", key};
+        for (int k = 0; k < HY_JOB_N_STATS; k++)
+            argv[2 + k] = hy_job_stat_names[k];
+        if (!hy_redis_append(&c->cmd, 2 + HY_JOB_N_STATS, argv, NULL))
+            break;
+        n++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        redisReply *x = hy_redis_reply(&c->cmd);
+        for (size_t k = 0; x && x->type == REDIS_REPLY_ARRAY && k < x->elements &&
+                           k < HY_JOB_N_STATS; k++) {
+            long long v = 0;
+            if (hy_redis_int(x->element[k], 0, INT64_MAX / 1024, &v))
+                sum[k] += v;
+        }
+        freeReplyObject(x);
+        if (!x)
+            break;
+    }
+    pthread_mutex_unlock(&c->cmd_mu);
+    freeReplyObject(names);
+    if (!n)
+        return;
+    out->steps = sum[0];
+    out->tokens_generated = sum[1];
+    out->tokens_computed = sum[2];
+    out->preemptions = sum[3];
+    out->kv_blocks_total = (int)sum[4];
+    out->kv_blocks_used = (int)sum[5];
+    out->kv_blocks_cached = (int)sum[6];
+    int in_flight = out->n_running; /* this front end's requests: running or waiting */
+    out->n_running = (int)sum[7];
+    out->n_waiting = in_flight > sum[7] ? in_flight - (int)sum[7] : 0;
 }

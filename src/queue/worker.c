@@ -15,8 +15,9 @@
 #define WORKER_IDLE_BLOCK_MS 500 /* XREADGROUP BLOCK while nothing runs */
 #define WORKER_TICK_S 0.005      /* longest wait for engine news while jobs run */
 #define WORKER_CANCEL_EVERY_S 0.1
-#define WORKER_BEAT_EVERY_S 1.0
+#define WORKER_BEAT_EVERY_S 0.5
 #define WORKER_RUN_TTL 86400 /* owner key and result stream while a job runs */
+#define WORKER_FORGET_S 3600 /* a silent worker's heartbeat and counters are dropped after */
 
 static void notify(void *ctx)
 {
@@ -336,16 +337,37 @@ static void heartbeat(struct hy_queue_worker *w)
             return;
         n++;
     }
-    char now[24], old[24];
+    char now[24], old[24], key[HY_JOB_KEY_MAX];
     snprintf(now, sizeof now, "%lld", (long long)hy_job_now_ms());
-    snprintf(old, sizeof old, "%lld", (long long)hy_job_now_ms() - 3600 * 1000);
+    snprintf(old, sizeof old, "%lld", (long long)hy_job_now_ms() - WORKER_FORGET_S * 1000);
+    hy_job_key(key, w->prefix, "w", w->name);
     const char *zadd[] = {"ZADD", w->workers_key, now, w->name};
     const char *zrem[] = {"ZREMRANGEBYSCORE", w->workers_key, "-inf", old};
     size_t l1[] = {4, strlen(w->workers_key), strlen(now), strlen(w->name)};
     size_t l2[] = {16, strlen(w->workers_key), 4, strlen(old)};
-    if (!hy_redis_append(&w->r, 4, zadd, l1) || !hy_redis_append(&w->r, 4, zrem, l2))
+    /* the engine's counters, for the front ends' /metrics (summed over the workers) */
+    struct hy_engine_stats es;
+    hy_engine_stats(w->e, &es);
+    char v[HY_JOB_N_STATS][24];
+    const char *hset[2 + 2 * HY_JOB_N_STATS] = {"HSET", key};
+    size_t l3[2 + 2 * HY_JOB_N_STATS] = {4, strlen(key)};
+    int64_t vals[HY_JOB_N_STATS] = {es.steps, es.tokens_generated, es.tokens_computed,
+                                    es.preemptions, es.kv_blocks_total, es.kv_blocks_used,
+                                    es.kv_blocks_cached, es.n_running};
+    for (int i = 0; i < HY_JOB_N_STATS; i++) {
+        snprintf(v[i], sizeof v[i], "%lld", (long long)vals[i]);
+        hset[2 + 2 * i] = hy_job_stat_names[i], l3[2 + 2 * i] = strlen(hy_job_stat_names[i]);
+        hset[3 + 2 * i] = v[i], l3[3 + 2 * i] = strlen(v[i]);
+    }
+    char ttl[16];
+    snprintf(ttl, sizeof ttl, "%d", WORKER_FORGET_S);
+    const char *exp[] = {"EXPIRE", key, ttl};
+    size_t l4[] = {6, strlen(key), strlen(ttl)};
+    if (!hy_redis_append(&w->r, 4, zadd, l1) || !hy_redis_append(&w->r, 4, zrem, l2) ||
+        !hy_redis_append(&w->r, 2 + 2 * HY_JOB_N_STATS, hset, l3) ||
+        !hy_redis_append(&w->r, 3, exp, l4))
         return;
-    for (int k = 0; k < n + 2; k++) {
+    for (int k = 0; k < n + 4; k++) {
         redisReply *x = hy_redis_reply(&w->r);
         if (!x)
             return;

@@ -3,8 +3,9 @@
 # checkpoint (CPU): a real redis-server (Debian's) on a random port in a temporary folder,
 # never the system one; a front end (`hymt serve --queue`) and three workers.
 #  1. N greedy requests (completions, chat, translations; plain and streamed) give exactly
-#     the answers of one `hymt serve` (N = 300 in CI, 2,000 with --long)
-#  2. kill -9 of a worker in the middle of 200 streaming requests: every client gets one
+#     the answers of one `hymt serve` (N = 300 in CI, 100 with --quick (the ASan build),
+#     2,000 with --long); a document (POST /v1/documents) and `hymt translate --queue` too
+#  2. kill -9 of a worker in the middle of 200 streaming requests (100 with --quick): every client gets one
 #     complete answer, equal to the reference (no loss, no duplicate, no mix); the dead
 #     worker's jobs are reclaimed
 #  3. a worker that comes back late (SIGSTOP past --claim-idle, then SIGCONT): no
@@ -17,16 +18,23 @@
 HYMT=$1
 DATA=$2
 SRC=$3
-LONG=0
+LONG=0 QUICK=0
 [ "${4:-}" = "--long" ] && LONG=1
+[ "${4:-}" = "--quick" ] && QUICK=1 # the sanitizer build: fewer requests of each kind
+# sizes: N (phase 1), streams, document lines, kill-phase streams, late-phase streams
+S_N=300 S_STREAM=100 S_DOC=60 S_KILL=200 S_LATE=60 S_REDIS=400 T_KILL=80:200 T_LATE=300:400
+[ $QUICK = 1 ] && S_N=100 S_STREAM=40 S_DOC=24 S_KILL=100 S_LATE=30 S_REDIS=200 T_KILL=60:120 T_LATE=150:200
 export NO_PROXY='*' no_proxy='*'
 command -v redis-server >/dev/null || { echo "SKIP: redis-server not installed (scripts/deps.sh --test)"; exit 77; }
 "$HYMT" worker --help 2>&1 | grep -q "built without" && { echo "SKIP: hymt built without libhiredis-dev"; exit 77; }
 TMP=$(mktemp -d /tmp/hymt-queue-XXXXXX)
 pids=""
+# mine PID: a live child of this script (a number that died and was given to another
+# process since is left alone)
+mine() { [ "$(cut -d' ' -f4 "/proc/$1/stat" 2>/dev/null)" = $$ ]; }
 cleanup() {
-    for p in $pids; do kill -9 "$p" 2>/dev/null; done
-    [ -n "${REDIS_PID:-}" ] && kill -9 "$REDIS_PID" 2>/dev/null
+    for p in $pids; do mine "$p" && kill -9 "$p" 2>/dev/null; done
+    [ -n "${REDIS_PID:-}" ] && mine "$REDIS_PID" && kill -9 "$REDIS_PID" 2>/dev/null
     [ -n "${KEEP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -60,6 +68,7 @@ wait_log() {
 # worker NAME [args]: starts a worker; its pid in W_NAME
 worker() {
     n=$1; shift
+    : >"$TMP/$n.log"
     "$HYMT" worker -m "$M" --queue "$URL" --threads 1 --claim-idle 1 --port 0 "$@" >"$TMP/$n.log" 2>&1 &
     eval "W_$n=$!"
     pids="$pids $!"
@@ -132,7 +141,6 @@ wait_metric "$WA" 'hymt_worker_jobs_total{event="cancelled"}' 1 || fail "the 504
 wait_metric "$WA" 'hymt_worker_jobs_total{event="malformed"}' 1 || fail "the malformed job was not dropped"
 [ "$(metric "$WA" hymt_engine_generated_tokens_total)" = 0 ] || fail "an expired or cancelled job ran"
 python3 "$SRC/tests/queue/inject.py" "$RPORT" check-expired || fail "the expired job's answer is not 'timeout'"
-[ -n "${QUICK:-}" ] && exit 0
 worker b
 worker c
 wait_metric "$F" hymt_queue_workers 3 || fail "workers: $(metric "$F" hymt_queue_workers), expected 3"
@@ -147,14 +155,14 @@ L=http://127.0.0.1:$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/$|\1|p' "$TMP/
 
 # ---- 1. the same greedy outputs ----
 phase "1. the same greedy outputs"
-N=300
+N=$S_N
 [ $LONG = 1 ] && N=2000
 $LOAD "$L" $N 7 16 >"$TMP/ref.jsonl"
 $LOAD "$F" $N 7 16 >"$TMP/got.jsonl"
 same "$TMP/ref.jsonl" "$TMP/got.jsonl" "$N requests through 3 workers"
-$LOAD "$L" 100 8 16 --stream >"$TMP/ref_s.jsonl"
-$LOAD "$F" 100 8 16 --stream >"$TMP/got_s.jsonl"
-same "$TMP/ref_s.jsonl" "$TMP/got_s.jsonl" "100 streamed requests through 3 workers"
+$LOAD "$L" $S_STREAM 8 16 --stream >"$TMP/ref_s.jsonl"
+$LOAD "$F" $S_STREAM 8 16 --stream >"$TMP/got_s.jsonl"
+same "$TMP/ref_s.jsonl" "$TMP/got_s.jsonl" "$S_STREAM streamed requests through 3 workers"
 for w in a b c; do
     t=$(metric "http://127.0.0.1:$(wport $w)" 'hymt_worker_jobs_total{event="completed"}')
     echo "worker $w completed $t jobs"
@@ -165,7 +173,7 @@ done
 phase "documents"
 python3 -c "
 import json
-t = '\n'.join('Line %d of the document, with a few words.' % i for i in range(60))
+t = '\n'.join('Line %d of the document, with a few words.' % i for i in range($S_DOC))
 print(json.dumps({'text': t, 'target_lang': 'de', 'temperature': 0, 'keep_lines': True}))" >"$TMP/doc.json"
 for w in a b c; do eval "d0_$w=$(metric "http://127.0.0.1:$(wport $w)" 'hymt_worker_jobs_total{event="completed"}')"; done
 # doc_run BASE OUT: POST the document, poll GET until it is done, the last answer into OUT
@@ -181,11 +189,11 @@ doc_run() {
 }
 doc_run "$F" "$TMP/doc.get"
 doc_run "$L" "$TMP/doc.ref"
-python3 - "$TMP/doc.get" "$TMP/doc.ref" <<'PY' || fail "the document's translation differs from one hymt serve's"
+python3 - "$TMP/doc.get" "$TMP/doc.ref" $S_DOC <<'PY' || fail "the document's translation differs from one hymt serve's"
 import json, sys
 g, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 print("document: %d/%d segments, %d failed" % (g["segments_done"], g["segments_total"], g["segments_failed"]))
-sys.exit(0 if g["translation"] == r["translation"] and g["segments_total"] == r["segments_total"] == 60 else 1)
+sys.exit(0 if g["translation"] == r["translation"] and g["segments_total"] == r["segments_total"] == int(sys.argv[3]) else 1)
 PY
 used=0
 for w in a b c; do
@@ -215,13 +223,13 @@ done
 
 # ---- 2. kill -9 of a worker in the middle of 200 streaming requests ----
 phase "2. kill -9 of a worker in the middle of 200 streaming requests"
-$LOAD "$L" 200 9 24 --stream --kinds completions,chat --max-tokens 80:200 >"$TMP/ref_k.jsonl"
-$LOAD "$F" 200 9 24 --stream --kinds completions,chat --max-tokens 80:200 --timeout 60 >"$TMP/got_k.jsonl" &
+$LOAD "$L" $S_KILL 9 24 --stream --kinds completions,chat --max-tokens $T_KILL >"$TMP/ref_k.jsonl"
+$LOAD "$F" $S_KILL 9 24 --stream --kinds completions,chat --max-tokens $T_KILL --timeout 60 >"$TMP/got_k.jsonl" &
 LP=$!
 wait_metric "http://127.0.0.1:$(wport b)" hymt_worker_jobs_running 2 || fail "worker b never held 2 jobs"
 kill -9 "$W_b"
 wait $LP
-same "$TMP/ref_k.jsonl" "$TMP/got_k.jsonl" "200 streams, a worker killed (kill -9) during them"
+same "$TMP/ref_k.jsonl" "$TMP/got_k.jsonl" "$S_KILL streams, a worker killed (kill -9) during them"
 r=$(metric "$F" hymt_queue_reclaimed_total)
 echo "reclaimed after kill -9: $r"
 [ "${r:-0}" -ge 1 ] || fail "no job was reclaimed from the killed worker"
@@ -229,15 +237,15 @@ worker b
 
 # ---- 3. a worker that comes back late ----
 phase "3. a worker that comes back late"
-$LOAD "$L" 60 10 24 --stream --kinds completions --max-tokens 300:400 >"$TMP/ref_l.jsonl"
-$LOAD "$F" 60 10 24 --stream --kinds completions --max-tokens 300:400 --timeout 60 >"$TMP/got_l.jsonl" &
+$LOAD "$L" $S_LATE 10 24 --stream --kinds completions --max-tokens $T_LATE >"$TMP/ref_l.jsonl"
+$LOAD "$F" $S_LATE 10 24 --stream --kinds completions --max-tokens $T_LATE --timeout 60 >"$TMP/got_l.jsonl" &
 LP=$!
 wait_metric "http://127.0.0.1:$(wport c)" hymt_worker_jobs_running 2 || fail "worker c never held 2 jobs"
 kill -STOP "$W_c"
 sleep 2.5 # past --claim-idle: the others take its jobs over
 kill -CONT "$W_c"
 wait $LP
-same "$TMP/ref_l.jsonl" "$TMP/got_l.jsonl" "60 streams, a worker stopped past --claim-idle and resumed"
+same "$TMP/ref_l.jsonl" "$TMP/got_l.jsonl" "$S_LATE streams, a worker stopped past --claim-idle and resumed"
 i=0
 while ! grep -q "no longer ours" "$TMP/c.log" && [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done
 grep -q "no longer ours" "$TMP/c.log" || fail "the resumed worker's writes were not refused"
@@ -245,7 +253,7 @@ grep -q "no longer ours" "$TMP/c.log" || fail "the resumed worker's writes were 
 # ---- 4. Redis restarted in the middle ----
 phase "4. Redis restarted in the middle"
 done0=$(metric "$F" 'hymt_queue_jobs_total{outcome="length"}')
-$LOAD "$F" 400 11 8 --timeout 20 --kinds completions,chat --max-tokens 20:60 >"$TMP/got_r.jsonl" &
+$LOAD "$F" $S_REDIS 11 8 --timeout 20 --kinds completions,chat --max-tokens 20:60 >"$TMP/got_r.jsonl" &
 LP=$!
 wait_metric "$F" 'hymt_queue_jobs_total{outcome="length"}' $((done0 + 40)) || fail "the load did not start"
 kill -9 "$REDIS_PID"
