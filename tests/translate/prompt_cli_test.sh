@@ -7,7 +7,7 @@
 # --to` building the translation prompt. The prompts' bytes are prompt_gen_test's business:
 # here the prompt token counts only show which prompt was used.
 HYMT=$1
-DATA=$2
+DATA=$(cd "$2" && pwd) # absolute: the links below point into it
 TMP=$(mktemp -d /tmp/hymt-prompt-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
