@@ -75,6 +75,7 @@ worker() {
     wait_log "$TMP/$n.log" "worker: ready" $!
 }
 front() {
+    : >"$TMP/front.log" # now, not in the child: the last front end's "ready" must be gone
     "$HYMT" serve -m "$M" --queue "$URL" --port 0 "$@" >"$TMP/front.log" 2>&1 &
     FRONT=$!
     pids="$pids $FRONT"
