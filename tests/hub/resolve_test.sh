@@ -6,6 +6,7 @@
 # of the same spelling, the errors (absent repo, absent ref, absent snapshot, a refs file
 # that is no commit hash) naming the paths tried and `hymt pull`, and the served model named
 # after the repo id (/v1/models), not the snapshot's commit.
+. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 DATA=$(cd "$2" && pwd)
 TMP=$(mktemp -d /tmp/hymt-resolve-XXXXXX)
@@ -132,13 +133,7 @@ has "$TMP/err" "neither config.json nor a .gguf file" "empty snapshot: error"
 "$HYMT" serve -m org/tiny --port 0 2>"$TMP/serve.log" &
 PID=$!
 pids="$pids $PID"
-i=0
-while ! grep -q "serve: ready" "$TMP/serve.log"; do
-    i=$((i + 1))
-    if [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null; then fail "serve did not start"; cat "$TMP/serve.log"; break; fi
-    sleep 0.05
-done
-PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/$|\1|p' "$TMP/serve.log")
+serve_ready "$TMP/serve.log" $PID || fail "serve did not start"
 curl -s "http://127.0.0.1:$PORT/v1/models" >"$TMP/models.json"
 has "$TMP/models.json" '"id":"org/tiny"' "/v1/models names the repo id"
 checks=$((checks + 1))

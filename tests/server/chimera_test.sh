@@ -8,6 +8,7 @@
 # candidates; a stream carries candidates progress, then the candidates, then the fused
 # deltas; ensemble out of 2..6, "candidates" without an ensemble, no source language, and
 # a server without --chimera: 400.
+. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
 export NO_PROXY='*' no_proxy='*'
@@ -29,15 +30,7 @@ start() { # start NAME ARGS...: sets PORT and PID; log in $TMP/NAME.log
     "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 --kv-memory 16M "$@" 2>"$TMP/$name.log" &
     PID=$!
     pids="$pids $PID"
-    i=0
-    while ! grep -q "serve: ready" "$TMP/$name.log"; do
-        i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null; then
-            echo "FAIL: server $name did not start"; cat "$TMP/$name.log"; exit 1
-        fi
-        sleep 0.05
-    done
-    PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/\("}\)\{0,1\}$|\1|p' "$TMP/$name.log")
+    serve_ready "$TMP/$name.log" $PID || exit 1
     U="http://127.0.0.1:$PORT"
 }
 post() { # post NAME JSON: body $TMP/NAME.body, status $TMP/NAME.code

@@ -5,6 +5,7 @@
 # input's and whose document.xml differs only in w:t text, with the translated paragraph
 # count; 400 for content that is not base64, for a zip that is not a .docx and for
 # "stream"; 413 over --max-chars. Skipped (77) when hymt has no .docx support.
+. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
 export NO_PROXY='*' no_proxy='*'
@@ -18,13 +19,7 @@ fail() { fails=$((fails + 1)); echo "FAIL: $*"; }
 
 "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 --kv-memory 16M --max-chars 200 2>"$TMP/log" &
 PID=$!
-i=0
-while ! grep -q "serve: ready" "$TMP/log"; do
-    i=$((i + 1))
-    [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null && { echo "FAIL: no server"; cat "$TMP/log"; exit 1; }
-    sleep 0.05
-done
-PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/\("}\)\{0,1\}$|\1|p' "$TMP/log")
+serve_ready "$TMP/log" $PID || exit 1
 U="http://127.0.0.1:$PORT/api/translate"
 
 python3 - "$TMP" <<'PY'

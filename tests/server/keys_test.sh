@@ -4,6 +4,7 @@
 # /metrics behind --metrics-key-file, per-key counters in /metrics, key names (never keys)
 # in the log, the file's validation (FILE:LINE errors that never show the key), and the
 # settings sources (HYMT_API_KEYS_FILE, --config, --print-config masking).
+. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
 export NO_PROXY='*' no_proxy='*'
@@ -63,13 +64,7 @@ printf '%s\n' "$KM" >metrics.key
 $KS
 EOF
 PID=$!
-i=0
-while ! grep -q "serve: ready" serve.log; do
-    i=$((i + 1))
-    if [ $i -gt 300 ] || ! kill -0 $PID 2>/dev/null; then echo "FAIL: server did not start"; cat serve.log; exit 1; fi
-    sleep 0.05
-done
-PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/\("}\)\{0,1\}$|\1|p' serve.log)
+serve_ready serve.log $PID || exit 1
 U="http://127.0.0.1:$PORT"
 get() { # get NAME PATH [KEY]: status in NAME.code, body NAME.json, headers NAME.hdr
     if [ -n "${3:-}" ]; then set -- "$1" "$2" -H "Authorization: Bearer $3"; else set -- "$1" "$2"; fi

@@ -3,6 +3,7 @@
 # installed into NPM_DIR in the build folder on first use, never committed) against
 # `hymt serve`: /v1/models, /v1/chat/completions streamed and not, /v1/completions, and
 # the client's error classes for 400 and 401 (tests/server/openai_test.mjs).
+. "$(dirname "$0")/../serve_ready.sh"
 set -u
 HYMT=$1
 MODEL=$2
@@ -23,13 +24,7 @@ TMP=$(mktemp -d /tmp/hymt-openai-XXXXXX)
 "$HYMT" serve -m "$MODEL" --port 0 --api-key sekret 2>"$TMP/log" &
 PID=$!
 trap 'kill $PID 2>/dev/null; rm -rf "$TMP"' EXIT
-i=0
-while ! grep -q "serve: ready" "$TMP/log"; do
-    i=$((i + 1))
-    if [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null; then echo "server did not start"; cat "$TMP/log"; exit 1; fi
-    sleep 0.05
-done
-PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/$|\1|p' "$TMP/log")
+serve_ready "$TMP/log" $PID || exit 1
 node "$SRC/tests/server/openai_test.mjs" "$NPM_DIR" "http://127.0.0.1:$PORT/v1"
 rc=$?
 kill -TERM $PID

@@ -5,6 +5,7 @@
 # Prometheus exposition (promtool when installed, else check_metrics.py), 64 concurrent
 # clients x 20 requests with zero errors and batches larger than one, and graceful
 # shutdown (SIGTERM: running requests finish, exit 0; past --drain they get 503).
+. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
 SRC=$3
@@ -27,15 +28,7 @@ start() {
     "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 "$@" 2>"$TMP/$name.log" &
     PID=$!
     pids="$pids $PID"
-    i=0
-    while ! grep -q "serve: ready" "$TMP/$name.log"; do
-        i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 $PID 2>/dev/null; then
-            echo "FAIL: server $name did not start"; cat "$TMP/$name.log"; exit 1
-        fi
-        sleep 0.05
-    done
-    PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/\("}\)\{0,1\}$|\1|p' "$TMP/$name.log")
+    serve_ready "$TMP/$name.log" $PID || exit 1
 }
 
 # req NAME METHOD PATH [curl args]: body $TMP/NAME.body, headers .hdr, status .code

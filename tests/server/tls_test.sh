@@ -7,6 +7,7 @@
 # client trusting another CA fails verification (and the server logs one line); a slow or
 # silent handshake is closed at the head deadline while other clients are served; start-up
 # refuses unreadable, non-PEM, encrypted and mismatched files with one line each.
+. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
 export NO_PROXY='*' no_proxy='*'
@@ -65,16 +66,8 @@ printf 'tls-key = %s/server.key\n' "$TMP" >serve.conf
 HYMT_TLS_CERT=$TMP/server.pem "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 --header-timeout 1 \
     --config serve.conf 2>serve.log &
 PID=$!
-i=0
-while ! grep -q "serve: ready" serve.log; do
-    i=$((i + 1))
-    if [ $i -gt 300 ] || ! kill -0 $PID 2>/dev/null; then
-        echo "FAIL: the TLS server did not start"; cat serve.log; exit 1
-    fi
-    sleep 0.05
-done
+serve_ready serve.log $PID || exit 1
 grep -q "listening on https://" serve.log || fail "the log does not say https://"
-PORT=$(sed -n 's|.*serve: ready: .*:\([0-9][0-9]*\)/\("}\)\{0,1\}$|\1|p' serve.log)
 U="https://localhost:$PORT"
 CURL="curl -sS --max-time 30 --cacert ca.pem"
 
