@@ -666,6 +666,10 @@ static bool parse(struct hy_http_req *req, json_t *body, struct tr *t, bool *str
     if (!st && *stream && t->batch)
         st = hy_err_set(&err, HY_E_INVAL, "stream: not supported with texts (a batch is "
                                           "answered whole)");
+    bool keep_lines = false; /* one output line per input line (--keep-lines) */
+    if (!st)
+        st = hy_json_get_bool(body, "keep_lines", false, &keep_lines, &err);
+    t->o.keep_lines = keep_lines;
     if (!st)
         st = hy_json_get_int(body, "max_tokens", false, 1,
                              hy_engine_get_params(s->engine)->max_seq_tokens, &max_new, &err);

@@ -304,6 +304,27 @@ def memory(data):
         c.check(srv.stop() == 0, "server exit (a sanitizer report fails it)")
 
 
+def keep_lines(srv):
+    """keep_lines: one output line per input line, the blank ones where they were; a bad
+    value is a 400."""
+    doc = "Hello there, my friend.\nThe second line.\n\nAfter a blank line.\nLast one."
+    for stream in (False, True):
+        st, j = translate(srv, text=doc, keep_lines=True, tm=False, stream=stream)
+        if stream:
+            events = [json.loads(x[6:]) for x in j.decode().split("\n\n")
+                      if x.startswith("data: {")] if isinstance(j, bytes) else []
+            out = "".join(e.get("delta", "") for e in events)
+        else:
+            out = j.get("translation", "") if st == 200 else ""
+        lines = out.rstrip("\n").split("\n")
+        c.check(st == 200 and len(lines) == 5 and lines[2] == "" and all(
+            lines[k].strip() for k in (0, 1, 3, 4)),
+            "keep_lines (stream %s): %s %r" % (stream, st, out))
+    st, j = translate(srv, text=doc, keep_lines="yes")
+    c.check(st == 400 and "keep_lines" in j["error"]["message"], "keep_lines \"yes\": %s %s"
+            % (st, j))
+
+
 def main():
     probe = subprocess.run([hymt, "tm", "count", "--tm", os.path.join(tmp, "probe.db")],
                            capture_output=True, text=True)
@@ -317,6 +338,7 @@ def main():
         gid, tbx_id = glossary_routes(srv)
         prompts(srv, gid)
         formats(srv)
+        keep_lines(srv)
         st, j = post(srv, "/v1/glossaries", {"name": "6th", "source_lang": "en",
                                              "target_lang": "de", "entries": "a\tb"})
         c.check(st == 201, "6th glossary: %s %s" % (st, j))

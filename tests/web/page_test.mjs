@@ -300,6 +300,18 @@ async function desktop(browser, base) {
     check('best quality sends ensemble 6', body.ensemble === 6, JSON.stringify(body).slice(0, 200));
     check('best quality answered', await page.getAttribute('body', 'data-state') === 'done' && (await page.textContent('#out')).length > 0, errB);
     await page.uncheck('#best');
+    // Keep lines: the box sends keep_lines, and the answer has one line per input line.
+    await page.click('#clear');
+    await page.check('#keep-lines');
+    await page.fill('#src-text', 'First line here.\nSecond line.\n\nAfter a blank line.');
+    const reqK = page.waitForRequest((r) => r.url().endsWith('/api/translate'));
+    await page.click('#translate');
+    const bodyK = JSON.parse((await reqK).postData() || '{}');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 120000 });
+    const outK = (await page.textContent('#out')).replace(/\n+$/, '').split('\n');
+    check('keep lines sends keep_lines', bodyK.keep_lines === true, JSON.stringify(bodyK).slice(0, 200));
+    check('keep lines: 4 lines, the blank one in place', outK.length === 4 && outK[2] === '' && outK[3].trim() !== '', JSON.stringify(outK));
+    await page.uncheck('#keep-lines');
     // A Word document: sent whole (format docx), the translated .docx downloaded back.
     const mk = spawnSync('python3', ['-c', `
 import io, sys, zipfile
