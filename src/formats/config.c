@@ -433,19 +433,19 @@ static hy_status set_rope_base(struct hy_config *c, const char *what, struct hy_
     if (strcmp(c->rope_type, "default") && strcmp(c->rope_type, "dynamic"))
         return hy_err_set(err, HY_E_UNSUPPORTED, "%s: rope type '%s' is not supported", what,
                           c->rope_type);
-    if (!(c->rope_theta > 0 && isfinite(c->rope_theta)))
-        return hy_err_set(err, HY_E_RANGE, "%s: rope_theta %g must be > 0", what, c->rope_theta);
+    /* a base below 1 would make every frequency more than a radian a token (inv_freq > 1) */
+    if (!(c->rope_theta >= 1 && isfinite(c->rope_theta)))
+        return hy_err_set(err, HY_E_RANGE, "%s: rope_theta %g must be >= 1", what, c->rope_theta);
     if (!(c->rope_alpha >= 0 && isfinite(c->rope_alpha)))
         return hy_err_set(err, HY_E_RANGE, "%s: rope alpha %g must be >= 0", what, c->rope_alpha);
     if (!(c->rope_factor > 0 && isfinite(c->rope_factor)))
         return hy_err_set(err, HY_E_RANGE, "%s: rope factor %g must be > 0", what, c->rope_factor);
     c->rope_base = c->rope_theta;
-    if (c->rope_alpha > 0 && strcmp(c->rope_type, "dynamic")) {
+    bool dynamic = !strcmp(c->rope_type, "dynamic");
+    if (c->rope_alpha > 0 && !dynamic)
         HY_LOGW("%s: rope alpha %g ignored: rope type is '%s', not 'dynamic'", what, c->rope_alpha,
                 c->rope_type);
-        return HY_OK;
-    }
-    if (c->rope_alpha > 0) {
+    if (c->rope_alpha > 0 && dynamic) {
         if (c->head_dim <= 2)
             return hy_err_set(err, HY_E_RANGE,
                               "%s: head_dim %" PRId64 " is too small for rope alpha", what,
@@ -453,9 +453,9 @@ static hy_status set_rope_base(struct hy_config *c, const char *what, struct hy_
         double d = (double)c->head_dim;
         c->rope_base = c->rope_theta * pow(c->rope_alpha, d / (d - 2));
     }
-    if (!(c->rope_base > 0 && isfinite(c->rope_base) && c->rope_base <= FLT_MAX))
-        return hy_err_set(err, HY_E_RANGE, "%s: effective rope base %g is out of range", what,
-                          c->rope_base);
+    if (!(c->rope_base >= 1 && isfinite(c->rope_base) && c->rope_base <= FLT_MAX))
+        return hy_err_set(err, HY_E_RANGE, "%s: effective rope base %g is out of range [1, %g]",
+                          what, c->rope_base, (double)FLT_MAX);
     return HY_OK;
 }
 

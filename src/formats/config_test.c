@@ -199,6 +199,12 @@ static void test_rope_forms(void)
     CHECK(c.rope_base == 10000.0);
     CHECK(parse_edit(&c, "rope_theta", "500000", &e) == HY_OK); /* an integer is fine */
     CHECK(near(c.rope_base, 50.0 * BASE_7B, 1e-6));
+    /* a base below 1 (inv_freq > 1): refused whatever the rope type (found by fuzz_config) */
+    CHECK(parse_edit(&c, "rope_theta", "0.01", &e) == HY_E_RANGE && strstr(e.msg, "rope_theta"));
+    CHECK(parse_edit(&c, "rope_scaling", "{\"type\": \"default\", \"alpha\": 100}", &e) ==
+          HY_OK);
+    CHECK(parse_edit(&c, "rope_scaling", "{\"type\": \"dynamic\", \"alpha\": 0.0001}", &e) ==
+          HY_E_RANGE && strstr(e.msg, "rope base"));
 }
 
 static void test_variants(void)
