@@ -1,7 +1,8 @@
 /* logits_util.h: comparing two models' logits in tests (include after test.h).
  * tu_run feeds a prompt and then greedy (or given) tokens through a model with hy_ctx;
  * tu_compare runs model b on model a's greedy tokens, so every position has the same
- * context, and checks the logits identical (exact) or close by cosine. */
+ * context, and checks the logits identical (exact) or close by cosine. tu_greedy is the
+ * plain greedy continuation a test's independent reference decodes with. */
 #ifndef HY_TESTS_LOGITS_UTIL_H
 #define HY_TESTS_LOGITS_UTIL_H
 
@@ -53,6 +54,33 @@ static inline void tu_run(const struct hy_model *m, const int32_t *prompt, int n
               HY_OK);
     }
     hy_ctx_destroy(c);
+}
+
+/* Greedy continuation of prompt [n] on m through a hy_ctx (the first of equal maxima),
+ * stopping after a stop id (kept in out) or after max_new tokens; returns the count. */
+static inline int tu_greedy(const struct hy_model *m, const int32_t *prompt, int n, int max_new,
+                            const int32_t *stop, int n_stop, int32_t *out)
+{
+    struct hy_ctx *c = NULL;
+    struct hy_err err = {{0}};
+    const int64_t V = m->cfg.vocab_size;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int k = 0;
+    HY_ASSERT(logits);
+    CHECK(hy_ctx_create(&c, m, n + max_new, n, &err) == HY_OK);
+    CHECK(hy_model_forward(c, prompt, n, false, logits, &err) == HY_OK);
+    while (c && k < max_new) {
+        int32_t best = (int32_t)tu_argmax(logits, V);
+        out[k++] = best;
+        bool stopped = false;
+        for (int i = 0; i < n_stop; i++)
+            stopped |= best == stop[i];
+        if (stopped || k == max_new || hy_model_forward(c, &best, 1, false, logits, &err))
+            break;
+    }
+    hy_ctx_destroy(c);
+    free(logits);
+    return k;
 }
 
 /* a and b identical (exact), or close: mean cosine >= min_mean and every position

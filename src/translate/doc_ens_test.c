@@ -10,6 +10,7 @@
  * HY_E_INVAL. */
 #include "backend/cpu/cpu.h"
 #include "test.h"
+#include "logits_util.h"
 #include "translate/doc.h"
 #include "translate/prompt_chimera.h"
 #include "translate/segment.h"
@@ -80,31 +81,6 @@ static size_t count_cb(void *ctx, const char *s, size_t n)
     return count(s, n);
 }
 
-/* Greedy continuation on m (stop id kept), at most max_new tokens. */
-static int greedy(const struct hy_model *m, const int32_t *prompt, int n, int max_new,
-                  const int32_t *stop, int n_stop, int32_t *out)
-{
-    struct hy_ctx *c = NULL;
-    struct hy_err err = {{0}};
-    static float logits[512];
-    int k = 0;
-    CHECK(hy_ctx_create(&c, m, n + max_new, n, &err) == HY_OK);
-    CHECK(hy_model_forward(c, prompt, n, false, logits, &err) == HY_OK);
-    while (c && k < max_new) {
-        int32_t best = 0;
-        for (int v = 1; v < 512; v++)
-            best = logits[v] > logits[best] ? v : best;
-        out[k++] = best;
-        bool stopped = false;
-        for (int i = 0; i < n_stop; i++)
-            stopped |= best == stop[i];
-        if (stopped || k == max_new || hy_model_forward(c, &best, 1, false, logits, &err))
-            break;
-    }
-    hy_ctx_destroy(c);
-    return k;
-}
-
 /* The document as the fusion of the candidates r reported, built without the engine. */
 static size_t reference(struct run *r, const struct hy_lang *src, const struct hy_lang *tgt,
                         char *out, size_t cap)
@@ -133,7 +109,7 @@ static size_t reference(struct run *r, const struct hy_lang *src, const struct h
         CHECK(hy_prompt_chimera(tok, HY_PROMPT_7B, src, tgt, text + segs[i].off, segs[i].len, c,
                                 3, prompt, CMAX_SEQ - 1, &np, &err) == HY_OK);
         max_new = max_new < CMAX_SEQ - (int)np ? max_new : CMAX_SEQ - (int)np;
-        int k = greedy(chimera, prompt, (int)np, max_new, stop, n_stop, gen);
+        int k = tu_greedy(chimera, prompt, (int)np, max_new, stop, n_stop, gen);
         outs[i] = malloc(64 * (size_t)k + 64);
         CHECK(hy_tok_decode(tok, gen, (size_t)k, true, outs[i], 64 * (size_t)k + 64, &lens[i],
                             &err) == HY_OK);

@@ -5,6 +5,7 @@
  * the engine, must write exactly that: same segments, same order, same whitespace. */
 #include "backend/cpu/cpu.h"
 #include "test.h"
+#include "logits_util.h"
 #include "translate/doc.h"
 #include "translate/prompt.h"
 #include "translate/segment.h"
@@ -42,31 +43,6 @@ static size_t count(void *ctx, const char *s, size_t n)
     return got;
 }
 
-/* Greedy continuation (stopping at a stop id, which is kept, or after max_new tokens). */
-static int greedy(const int32_t *prompt, int n, int max_new, const int32_t *stop, int n_stop,
-                  int32_t *out)
-{
-    struct hy_ctx *c = NULL;
-    struct hy_err err = {{0}};
-    static float logits[512];
-    int k = 0;
-    CHECK(hy_ctx_create(&c, model, n + max_new, n, &err) == HY_OK);
-    CHECK(hy_model_forward(c, prompt, n, false, logits, &err) == HY_OK);
-    while (c && k < max_new) {
-        int32_t best = 0;
-        for (int v = 1; v < 512; v++)
-            best = logits[v] > logits[best] ? v : best;
-        out[k++] = best;
-        bool stopped = false;
-        for (int i = 0; i < n_stop; i++)
-            stopped |= best == stop[i];
-        if (stopped || k == max_new || hy_model_forward(c, &best, 1, false, logits, &err))
-            break;
-    }
-    hy_ctx_destroy(c);
-    return k;
-}
-
 static const char doc_text[] =
     "  The first paragraph has two sentences. It ends here!\n"
     "\n"
@@ -102,7 +78,7 @@ static size_t expected(const char *text, size_t len, const struct hy_doc_opts *o
                                   1024, &np, &err) == HY_OK);
         int max_new = 2 * (int)count(NULL, text + segs[i].off, segs[i].len) + 64;
         max_new = max_new < 512 - (int)np ? max_new : 512 - (int)np;
-        int k = greedy(prompt, (int)np, max_new, stop, n_stop, gen);
+        int k = tu_greedy(model, prompt, (int)np, max_new, stop, n_stop, gen);
         outs[i] = malloc(64 * (size_t)k + 64);
         CHECKF(hy_tok_decode(tok, gen, (size_t)k, true, outs[i], 64 * (size_t)k + 64, &lens[i],
                             &err) == HY_OK, "%s", err.msg);

@@ -40,15 +40,7 @@
 
 static struct rng rng = {0x9e3779b97f4a7c15ull};
 
-struct qtype {
-    const char *name;
-    enum hy_dtype dt;
-    int qt;
-};
-static const struct qtype qtypes[] = {
-    {"Q4_K", HY_DTYPE_Q4_K, HY_CUDA_Q4_K},
-    {"Q6_K", HY_DTYPE_Q6_K, HY_CUDA_Q6_K},
-};
+static const struct ct_qtype qtypes[] = {CT_QTYPE(Q4_K, 256), CT_QTYPE(Q6_K, 256)};
 #define NQ 2
 
 static double worst[NQ][2]; /* error/bound per type: [0] GEMV, [1] chunked */
@@ -99,7 +91,7 @@ static int compare(const char *what, const struct case_bufs *b, int64_t rows, in
 static void backend_case(struct hy_backend *be, int qi, int64_t rows, int64_t cols, int T,
                          int xoff)
 {
-    const struct qtype *q = &qtypes[qi];
+    const struct ct_qtype *q = &qtypes[qi];
     struct hy_err err = {{0}};
     void *hq = ct_make_qweight(&rng, q->dt, rows, cols, 0);
     struct hy_weight hw = {q->dt, rows, cols, hq}, dw = hw;
@@ -126,7 +118,7 @@ static void backend_case(struct hy_backend *be, int qi, int64_t rows, int64_t co
 static void chunk_case(int qi, int64_t rows, int64_t cols, int T, size_t xbf_cap,
                        size_t wbf_cap, size_t cbuf_cap)
 {
-    const struct qtype *q = &qtypes[qi];
+    const struct ct_qtype *q = &qtypes[qi];
     void *hq = ct_make_qweight(&rng, q->dt, rows, cols, 0);
     struct hy_weight hw = {q->dt, rows, cols, hq};
     const int64_t nx = (int64_t)T * cols, no = (int64_t)T * rows;
@@ -177,14 +169,8 @@ static bool make_model(char *dir, size_t cap)
 static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const char *dir,
                        enum hy_dtype quant)
 {
-    struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
-    struct hy_model_opts o = {.quant = quant};
-    CHECKF(hy_model_load_opts(&mc, dir, cpu, &o, &err) == HY_OK, "cpu %s: %s",
-           hy_dtype_name(quant), err.msg);
-    CHECKF(hy_model_load_opts(&mg, dir, gpu, &o, &err) == HY_OK, "cuda %s: %s",
-           hy_dtype_name(quant), err.msg);
-    if (!mc || !mg)
+    if (!ct_load_pair(cpu, gpu, dir, quant, &mc, &mg))
         goto out;
     CHECKF(mg->layers[0].wq.dtype == quant && mg->layers[1].w_down.dtype == quant &&
                mg->lm_head.dtype == quant,
@@ -206,10 +192,7 @@ int main(void)
         return 77;
     }
     struct hy_backend *gpu = NULL, *cpu = NULL;
-    struct hy_err err = {{0}};
-    CHECKF(hy_cuda_backend_create(&gpu, 0, &err) == HY_OK, "%s", err.msg);
-    CHECKF(hy_cpu_backend_create_ref(&cpu, &err) == HY_OK, "%s", err.msg);
-    if (!gpu || !cpu)
+    if (!ct_backend_pair(&gpu, &cpu))
         return test_result();
     /* rows, cols, T, x misalignment (floats): T = 1..8 through the GEMV, 9, 17, 64 and a
      * misaligned x through the chunked path; rows off multiples of 4 and 8 */

@@ -26,17 +26,8 @@
 
 static struct rng rng = {0x2545f4914f6cdd1dull};
 
-struct qtype {
-    const char *name;
-    enum hy_dtype dt;
-    int qt;
-    int block;
-};
-static const struct qtype qtypes[] = {
-    {"Q8_0", HY_DTYPE_Q8_0, HY_CUDA_Q8_0, 32},
-    {"Q4_0", HY_DTYPE_Q4_0, HY_CUDA_Q4_0, 32},
-    {"Q4_G128", HY_DTYPE_Q4_G128, HY_CUDA_Q4_G128, 128},
-};
+static const struct ct_qtype qtypes[] = {CT_QTYPE(Q8_0, 32), CT_QTYPE(Q4_0, 32),
+                                         CT_QTYPE(Q4_G128, 128)};
 #define NQ 3
 
 static double worst_hat[NQ], worst_exact[NQ], rel_err[NQ];
@@ -63,7 +54,7 @@ static void host_quantize(const float *x, int T, int64_t cols, int8_t *q, float 
     }
 }
 
-static void run_case(const struct qtype *q, int64_t rows, int64_t cols, int T, int R,
+static void run_case(const struct ct_qtype *q, int64_t rows, int64_t cols, int T, int R,
                      bool zero_block)
 {
     void *hq = ct_make_qweight(&rng, q->dt, rows, cols, q->block);
@@ -184,7 +175,7 @@ int main(void)
         {301, 14336, 3, 0}, {77, 14336, 1, 4}, {1024, 4096, 8, 8}, {5, 2048, 1, 0},
     };
     for (int qi = 0; qi < NQ; qi++) {
-        const struct qtype *q = &qtypes[qi];
+        const struct ct_qtype *q = &qtypes[qi];
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             if (shapes[s][1] % q->block)
                 continue;

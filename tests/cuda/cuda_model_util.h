@@ -1,11 +1,12 @@
 /* cuda_model_util.h: the "model on the GPU against the CPU backend" comparison shared by
  * the CUDA model-level tests (include after test.h): a greedy run through hy_ctx, the
- * difference of two logit rows, and greedy ids plus max |dlogit| / max |logit| checked
- * against a limit. Header-only, static functions: each test is one executable. Buffers a
+ * difference of two logit rows, greedy ids plus max |dlogit| / max |logit| checked
+ * against a limit, and the two backends and a checkpoint loaded on each. Header-only, static functions: each test is one executable. Buffers a
  * helper takes are the caller's; a helper frees what it allocates. */
 #ifndef HY_TESTS_CUDA_MODEL_UTIL_H
 #define HY_TESTS_CUDA_MODEL_UTIL_H
 
+#include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda_test_util.h"
 #include "logits_util.h"
 #include "model/hunyuan.h"
@@ -120,6 +121,30 @@ out:
     free(lg);
     free(ic);
     free(ig);
+}
+
+/* The CUDA backend (device 0) and the CPU reference backend it is compared with; false
+ * (a check failed; whichever was made is in *gpu or *cpu) when either cannot be made. */
+static inline bool ct_backend_pair(struct hy_backend **gpu, struct hy_backend **cpu)
+{
+    struct hy_err err = {{0}};
+    CHECKF(hy_cuda_backend_create(gpu, 0, &err) == HY_OK, "%s", err.msg);
+    CHECKF(hy_cpu_backend_create_ref(cpu, &err) == HY_OK, "%s", err.msg);
+    return *gpu && *cpu;
+}
+
+/* The checkpoint at dir with --quant `quant` on the CPU backend (*mc) and on the GPU (*mg);
+ * false (a check failed; the caller destroys whichever loaded) when either does not load. */
+static inline bool ct_load_pair(struct hy_backend *cpu, struct hy_backend *gpu, const char *dir,
+                                enum hy_dtype quant, struct hy_model **mc, struct hy_model **mg)
+{
+    struct hy_err err = {{0}};
+    struct hy_model_opts o = {.quant = quant};
+    CHECKF(hy_model_load_opts(mc, dir, cpu, &o, &err) == HY_OK, "cpu %s: %s",
+           hy_dtype_name(quant), err.msg);
+    CHECKF(hy_model_load_opts(mg, dir, gpu, &o, &err) == HY_OK, "cuda %s: %s",
+           hy_dtype_name(quant), err.msg);
+    return *mc && *mg;
 }
 
 #endif

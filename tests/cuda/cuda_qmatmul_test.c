@@ -40,24 +40,15 @@
 
 static struct rng rng = {0x9e3779b97f4a7c15ull};
 
-struct qtype {
-    const char *name;
-    enum hy_dtype dt;
-    int qt;
-    int block;
-};
-static const struct qtype qtypes[] = {
-    {"Q8_0", HY_DTYPE_Q8_0, HY_CUDA_Q8_0, 32},
-    {"Q4_G128", HY_DTYPE_Q4_G128, HY_CUDA_Q4_G128, 128},
-    {"Q4_0", HY_DTYPE_Q4_0, HY_CUDA_Q4_0, 32},
-};
+static const struct ct_qtype qtypes[] = {CT_QTYPE(Q8_0, 32), CT_QTYPE(Q4_G128, 128),
+                                         CT_QTYPE(Q4_0, 32)};
 #define NQ 3
 
 /* worst error/bound per type: [0] GEMV, [1] chunked, [2] the backend's int8 GEMV */
 static double worst[NQ][3];
 
 /* One case through the backend's weight_upload and matmul; xoff floats of misalignment. */
-static void backend_case(struct hy_backend *be, const struct qtype *q, int64_t rows,
+static void backend_case(struct hy_backend *be, const struct ct_qtype *q, int64_t rows,
                          int64_t cols, int T, int xoff)
 {
     struct hy_err err = {{0}};
@@ -111,7 +102,7 @@ static void backend_case(struct hy_backend *be, const struct qtype *q, int64_t r
 
 /* Through the launcher hy_cuda_matmul_q with its own stream, handle and (tiny) scratch:
  * the chunked path's row and x chunking, and one-row matrices through the GEMV. */
-static void chunk_case(const struct qtype *q, int64_t rows, int64_t cols, int T,
+static void chunk_case(const struct ct_qtype *q, int64_t rows, int64_t cols, int T,
                        size_t xbf_cap, size_t wbf_cap, size_t cbuf_cap)
 {
     void *hq = ct_make_qweight(&rng, q->dt, rows, cols, 0);
@@ -157,16 +148,10 @@ static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const cha
                        enum hy_dtype quant)
 {
     char dir[4096], rel[64];
-    struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
-    struct hy_model_opts o = {.quant = quant};
     snprintf(rel, sizeof rel, "tests/data/%s", name);
     test_path(dir, sizeof dir, "HYMT_SRC", rel);
-    CHECKF(hy_model_load_opts(&mc, dir, cpu, &o, &err) == HY_OK, "cpu %s: %s",
-           hy_dtype_name(quant), err.msg);
-    CHECKF(hy_model_load_opts(&mg, dir, gpu, &o, &err) == HY_OK, "cuda %s: %s",
-           hy_dtype_name(quant), err.msg);
-    if (!mc || !mg)
+    if (!ct_load_pair(cpu, gpu, dir, quant, &mc, &mg))
         goto out;
     CHECKF(mg->layers[0].wq.dtype == mc->layers[0].wq.dtype &&
            mg->layers[0].w_down.dtype == mc->layers[0].w_down.dtype &&
@@ -190,10 +175,7 @@ int main(void)
         return 77;
     }
     struct hy_backend *gpu = NULL, *cpu = NULL;
-    struct hy_err err = {{0}};
-    CHECKF(hy_cuda_backend_create(&gpu, 0, &err) == HY_OK, "%s", err.msg);
-    CHECKF(hy_cpu_backend_create_ref(&cpu, &err) == HY_OK, "%s", err.msg);
-    if (!gpu || !cpu)
+    if (!ct_backend_pair(&gpu, &cpu))
         return test_result();
     /* rows, cols, T, x misalignment (floats) */
     static const int shapes[][4] = {
@@ -203,7 +185,7 @@ int main(void)
         {1003, 14336, 2, 0}, {256, 512, 20, 0}, {100, 256, 3, 1},  {5, 2048, 1, 0},
     };
     for (int qi = 0; qi < NQ; qi++) {
-        const struct qtype *q = &qtypes[qi];
+        const struct ct_qtype *q = &qtypes[qi];
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             if (shapes[s][1] % q->block)
                 continue;

@@ -8,29 +8,15 @@
 # candidates; a stream carries candidates progress, then the candidates, then the fused
 # deltas; ensemble out of 2..6, "candidates" without an ensemble, no source language, and
 # a server without --chimera: 400.
-. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
-export NO_PROXY='*' no_proxy='*'
-TMP=$(mktemp -d /tmp/hymt-chimera-XXXXXX)
-pids=""
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/common.sh"
+serve_test_init chimera
 [ -n "$KEEP" ] && trap - EXIT
-fails=0
-checks=0
-fail() { fails=$((fails + 1)); echo "FAIL: $*"; }
 
 start() { # start NAME ARGS...: sets PORT and PID; log in $TMP/NAME.log
     name=$1; shift
-    : >"$TMP/$name.log"
-    "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 --kv-memory 16M "$@" 2>"$TMP/$name.log" &
-    PID=$!
-    pids="$pids $PID"
-    serve_ready "$TMP/$name.log" $PID || exit 1
+    serve_start "$name" --kv-memory 16M "$@"
     U="http://127.0.0.1:$PORT"
 }
 post() { # post NAME JSON: body $TMP/NAME.body, status $TMP/NAME.code

@@ -4,21 +4,10 @@
 # /metrics behind --metrics-key-file, per-key counters in /metrics, key names (never keys)
 # in the log, the file's validation (FILE:LINE errors that never show the key), and the
 # settings sources (HYMT_API_KEYS_FILE, --config, --print-config masking).
-. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
-export NO_PROXY='*' no_proxy='*'
-TMP=$(mktemp -d /tmp/hymt-keys-XXXXXX)
-PID=""
-cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fails=0
-checks=0
-fail() { fails=$((fails + 1)); echo "FAIL: $*"; }
-ok() { checks=$((checks + 1)); }
+. "$(dirname "$0")/common.sh"
+serve_test_init keys
 cd "$TMP" || exit 1
 
 KA=alice-0123456789abcdef0123
@@ -63,7 +52,7 @@ printf '%s\n' "$KM" >metrics.key
     --metrics-key-file metrics.key 2>serve.log <<EOF &
 $KS
 EOF
-PID=$!
+PID=$! pids=$!
 serve_ready serve.log $PID || exit 1
 U="http://127.0.0.1:$PORT"
 get() { # get NAME PATH [KEY]: status in NAME.code, body NAME.json, headers NAME.hdr
@@ -147,12 +136,7 @@ ok; grep -q 'http: GET /v1/models 200 .* key=default' serve.log || fail "no log 
 for k in $SECRETS; do
     ok; grep -qF -- "$k" serve.log && fail "a key is in the log"
 done
-kill -TERM $PID
-wait $PID
-rc=$?
-PID=""
-ok; [ $rc = 0 ] || fail "serve exited $rc after SIGTERM"
-if grep -q "ERROR: AddressSanitizer\|runtime error:" serve.log; then fail "sanitizer report"; grep -A5 "Sanitizer\|runtime error" serve.log | head -40; fi
+serve_stop serve.log
 
 # ---- settings: HYMT_API_KEYS_FILE and --config; --print-config masks the metrics key ----
 printf 'api-keys-file = %s/keys.txt\nmetrics-key = %s\n' "$TMP" "$KM" >serve.conf

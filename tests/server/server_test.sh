@@ -5,31 +5,14 @@
 # Prometheus exposition (promtool when installed, else check_metrics.py), 64 concurrent
 # clients x 20 requests with zero errors and batches larger than one, and graceful
 # shutdown (SIGTERM: running requests finish, exit 0; past --drain they get 503).
-. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
 SRC=$3
-export NO_PROXY='*' no_proxy='*'
-TMP=$(mktemp -d /tmp/hymt-server-XXXXXX)
-pids=""
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fails=0
-checks=0
-fail() { fails=$((fails + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/common.sh"
+serve_test_init server
 
 # start NAME ARGS...: hymt serve on a free port; sets PORT and PID, log in $TMP/NAME.log
-start() {
-    name=$1; shift
-    : >"$TMP/$name.log"
-    "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 "$@" 2>"$TMP/$name.log" &
-    PID=$!
-    pids="$pids $PID"
-    serve_ready "$TMP/$name.log" $PID || exit 1
-}
+start() { serve_start "$@"; }
 
 # req NAME METHOD PATH [curl args]: body $TMP/NAME.body, headers .hdr, status .code
 req() {

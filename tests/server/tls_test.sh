@@ -7,21 +7,10 @@
 # client trusting another CA fails verification (and the server logs one line); a slow or
 # silent handshake is closed at the head deadline while other clients are served; start-up
 # refuses unreadable, non-PEM, encrypted and mismatched files with one line each.
-. "$(dirname "$0")/../serve_ready.sh"
 HYMT=$1
 DATA=$2
-export NO_PROXY='*' no_proxy='*'
-TMP=$(mktemp -d /tmp/hymt-tls-XXXXXX)
-PID=""
-cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fails=0
-checks=0
-fail() { fails=$((fails + 1)); echo "FAIL: $*"; }
-ok() { checks=$((checks + 1)); }
+. "$(dirname "$0")/common.sh"
+serve_test_init tls
 command -v openssl >/dev/null || { echo "FAIL: the openssl CLI is missing (scripts/deps.sh --test)"; exit 1; }
 
 # ---- certificates: CA -> server (localhost, 127.0.0.1); another CA; an unrelated key ----
@@ -65,7 +54,7 @@ rc=$?; ok
 printf 'tls-key = %s/server.key\n' "$TMP" >serve.conf
 HYMT_TLS_CERT=$TMP/server.pem "$HYMT" serve -m "$DATA/tiny-mqa" --port 0 --header-timeout 1 \
     --config serve.conf 2>serve.log &
-PID=$!
+PID=$! pids=$!
 serve_ready serve.log $PID || exit 1
 grep -q "listening on https://" serve.log || fail "the log does not say https://"
 U="https://localhost:$PORT"
@@ -205,12 +194,7 @@ checks=$((checks + 4))
 grep -q "tls: handshake not done within --header-timeout" serve.log || fail "the slow handshake was not logged"
 
 # shutdown: SIGTERM, exit 0
-kill -TERM $PID
-wait $PID
-rc=$?
-PID=""
-ok; [ $rc = 0 ] || fail "serve exited $rc after SIGTERM"
-if grep -q "ERROR: AddressSanitizer\|runtime error:" serve.log; then fail "sanitizer report"; grep -A5 "Sanitizer\|runtime error" serve.log | head -40; fi
+serve_stop serve.log
 
 echo "tls_test: $checks checks, $fails failures"
 [ $fails = 0 ]

@@ -29,17 +29,8 @@
 
 static struct rng rng = {0x243f6a8885a308d3ull};
 
-struct qtype {
-    const char *name;
-    enum hy_dtype dt;
-    int qt;
-    int block;
-};
-static const struct qtype qtypes[] = {
-    {"Q8_0", HY_DTYPE_Q8_0, HY_CUDA_Q8_0, 32},
-    {"Q4_0", HY_DTYPE_Q4_0, HY_CUDA_Q4_0, 32},
-    {"Q4_G128", HY_DTYPE_Q4_G128, HY_CUDA_Q4_G128, 128},
-};
+static const struct ct_qtype qtypes[] = {CT_QTYPE(Q8_0, 32), CT_QTYPE(Q4_0, 32),
+                                         CT_QTYPE(Q4_G128, 128)};
 #define NQ 3
 
 enum { P_ENTRY, P_SPLIT1, P_SPLIT3, P_XCHUNK, P_CHUNKED, P_FALLBACK, NP };
@@ -70,7 +61,7 @@ static int compare(const char *what, const float *got, const float *ref, const d
 
 /* Runs path p into d->out (poisoned first) and downloads it into got. Returns what the
  * launcher returned (xbf holds x) or false. */
-static bool run_path(struct dev *d, int p, const struct qtype *q, int64_t rows, int64_t cols, int T,
+static bool run_path(struct dev *d, int p, const struct ct_qtype *q, int64_t rows, int64_t cols, int T,
                      float *got)
 {
     const int64_t no = (int64_t)T * rows;
@@ -102,7 +93,7 @@ static bool run_path(struct dev *d, int p, const struct qtype *q, int64_t rows, 
     return holds;
 }
 
-static void qcase(struct dev *d, const struct qtype *q, int64_t rows, int64_t cols, int T)
+static void qcase(struct dev *d, const struct ct_qtype *q, int64_t rows, int64_t cols, int T)
 {
     void *hq = ct_make_qweight(&rng, q->dt, rows, cols, q->block); /* block scales 2^-5..2^5 */
     struct hy_weight hw = {q->dt, rows, cols, hq};

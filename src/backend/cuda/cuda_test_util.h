@@ -22,6 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A block type as the quantized-matmul tests take it: its name, the host dtype, the CUDA
+ * backend's code (qmatmul.h) and its block of columns. CT_QTYPE(Q8_0, 32) spells one. */
+struct ct_qtype {
+    const char *name;
+    enum hy_dtype dt;
+    int qt;
+    int block;
+};
+#define CT_QTYPE(T, block) {#T, HY_DTYPE_##T, HY_CUDA_##T, block}
+
 /* Uniform in [-1, 1), never exactly 0: the top 24 bits of the next value. */
 static inline float rng_unit(struct rng *r)
 {
