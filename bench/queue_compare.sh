@@ -13,7 +13,8 @@
 # Environment: DEVICE (cuda; a worker i gets cuda:i, the lone server cuda:0), WORKERS ("1"),
 # CLIENTS ("64 256"), PROMPT (130 tokens), GEN (32 new), DURATION (30 s per run, after 3 s
 # of warm-up), THREADS (CPU threads per process; default: the backend's), SERVE_ARGS (extra
-# engine flags for serve alone and for every worker), HYMT (build/hymt), LOAD
+# engine flags for serve alone and for every worker), WORKER_ARGS (extra flags for every
+# worker only, e.g. "--share-wait 0" for the greedy take of before the fair share), HYMT (build/hymt), LOAD
 # (build/bench/serve_load), REDIS (redis-server), BUILD=1 (configure and build $B here:
 # CUDA when DEVICE=cuda), PRESET (make MODEL with `hymt make-test-model --preset PRESET`
 # when it does not exist, e.g. 7b).
@@ -110,7 +111,7 @@ dev_of() { # dev_of I: the --device of process I
 echo "# queue_compare: $MODEL on $DEVICE, $(date -u '+%Y-%m-%d %H:%M UTC'), hymt $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /' || true
 echo "# $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $DURATION s per run after 3 s of warm-up; prompts of $PROMPT tokens, $GEN new (greedy, ignore_eos); engine flags: $ENGINE"
+echo "# $DURATION s per run after 3 s of warm-up; prompts of $PROMPT tokens, $GEN new (greedy, ignore_eos); engine flags: $ENGINE; worker flags: ${WORKER_ARGS:-none}"
 
 if [ "$ALONE" = 1 ]; then
     port=$(free_port)
@@ -130,7 +131,7 @@ for w in $WORKERS; do
     url=redis://127.0.0.1:$rport/0
     i=0
     while [ $i -lt "$w" ]; do
-        "$HYMT" worker -m "$MODEL" --queue "$url" --device "$(dev_of $i)" --port 0 $ENGINE 2>"$TMP/worker$i.log" &
+        "$HYMT" worker -m "$MODEL" --queue "$url" --device "$(dev_of $i)" --port 0 $ENGINE ${WORKER_ARGS:-} 2>"$TMP/worker$i.log" &
         pids="$pids $!"
         i=$((i + 1))
     done

@@ -42,6 +42,10 @@ static const struct cli_cmd cmd = {
     "  --jobs N                   jobs held at once (default: --max-running + a quarter,\n"
     "                             so the engine always has the next one)\n"
     "  --claim-idle SEC           take over jobs silent this long (default 30)\n"
+    "  --share-wait MS            take more than a fair share of the jobs in flight (their\n"
+    "                             number / live workers) only of jobs that waited this long\n"
+    "                             for a worker below its share (default 20; 0: no share, a\n"
+    "                             read takes as many jobs as there is room for)\n"
     "  --drain SEC                at shutdown, wait this long for running jobs (default 30)\n"
     "  --port N                   also serve /health and /metrics on this port (0: any free)\n"
     "  --host ADDR                address for --port (default 127.0.0.1)\n"
@@ -50,7 +54,7 @@ static const struct cli_cmd cmd = {
 
 struct worker_opts {
     const char *model, *queue, *device, *quant, *kv_type, *host;
-    int64_t threads, jobs, port;
+    int64_t threads, jobs, port, share_wait;
     double claim_idle, drain;
     struct cli_engine_flags eng;
     bool fp8_gemm;
@@ -65,6 +69,7 @@ static int parse_opts(struct worker_opts *o, int argc, char **argv)
         CLI_ENGINE_OPTS(&o->eng),
         {"jobs", CLI_INT, &o->jobs, 1, 65536, false},
         {"claim-idle", CLI_REAL, &o->claim_idle, 0.1, 86400, false},
+        {"share-wait", CLI_INT, &o->share_wait, 0, 60000, false},
         {"drain", CLI_REAL, &o->drain, 0, 1e5, false},
         {"port", CLI_INT, &o->port, 0, 65535, false},
         {"host", CLI_STR, &o->host, 0, 0, false},
@@ -111,7 +116,10 @@ static void worker_metrics(void *ctx, FILE *f)
 static int run(struct worker_opts *o, const struct hy_engine_params *ep, sigset_t *set)
 {
     struct hy_err err = {{0}};
-    struct hy_queue_opts qo = {.claim_idle_s = o->claim_idle};
+    struct hy_queue_opts qo = {.claim_idle_s = o->claim_idle,
+                               .share_wait_ms = o->share_wait < 0    ? 0
+                                                : o->share_wait == 0 ? -1
+                                                                     : (int)o->share_wait};
     struct cli_stack stk;
     memset(&stk, 0, sizeof stk);
     struct hy_queue_worker *w = NULL;
@@ -166,7 +174,8 @@ static int run(struct worker_opts *o, const struct hy_engine_params *ep, sigset_
 
 int cmd_worker(int argc, char **argv)
 {
-    struct worker_opts o = {.port = -1, .drain = 30, .host = "127.0.0.1"};
+    struct worker_opts o = {.port = -1, .drain = 30, .host = "127.0.0.1",
+                            .share_wait = -1 /* the queue's default */};
     int r = parse_opts(&o, argc, argv);
     if (r)
         return r == CLI_HELP ? 0 : 2;

@@ -52,6 +52,34 @@ const char hy_job_lua_refresh[] =
     "redis.call('XCLAIM', KEYS[2], ARGV[2], ARGV[3], 0, ARGV[4], 'JUSTID')\n"
     "return 1\n";
 
+/* Waiting entries are the stream's tail past the group's last delivered id (acknowledged
+ * ones are deleted), so their count is XLEN minus the pending count. */
+const char hy_job_lua_read[] =
+    "local p = redis.call('XPENDING', KEYS[1], ARGV[1])[1]\n"
+    "local w = redis.call('XLEN', KEYS[1]) - p\n"
+    "if w <= 0 then return false end\n"
+    "local n = math.max(1, redis.call('ZCOUNT', KEYS[2], ARGV[5], '+inf'))\n"
+    "local free = tonumber(ARGV[3])\n"
+    "local take = math.min(free, w, math.ceil((p + w) / n) - tonumber(ARGV[4]))\n"
+    "if take < 1 then\n"
+    "  local last\n"
+    "  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do\n"
+    "    local f = {}\n"
+    "    for i = 1, #g - 1, 2 do f[g[i]] = g[i + 1] end\n"
+    "    if f['name'] == ARGV[1] then last = f['last-delivered-id'] end\n"
+    "  end\n"
+    "  if not last then return false end\n"
+    "  local e = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1)[1]\n"
+    "  local t = redis.call('TIME')\n"
+    "  local born = e and tonumber(string.match(e[1], '^%d+'))\n"
+    "  if not born or t[1] * 1000 + math.floor(t[2] / 1000) - born < tonumber(ARGV[6]) then\n"
+    "    return false\n"
+    "  end\n"
+    "  take = math.min(free, math.ceil(w / n))\n"
+    "end\n"
+    "return redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', take, 'STREAMS',\n"
+    "                  KEYS[1], '>')\n";
+
 const char *const hy_job_stat_names[HY_JOB_N_STATS] = {
     "steps", "generated", "computed", "preemptions", "kv_total", "kv_used", "kv_cached",
     "running"};

@@ -88,6 +88,14 @@ extern const char hy_job_lua_push[];
 /* KEYS own, res, jobs, stats; ARGV attempt, finish, n, result_ttl, entry, group, outcome.
  * 1: answered and acked, 0: the job is no longer ours. */
 extern const char hy_job_lua_end[];
+/* The fair share: KEYS jobs, workers; ARGV group, consumer, free slots, running jobs,
+ * alive_since (unix ms: heartbeats since then count as live workers), wait_ms. Delivers
+ * (the XREADGROUP reply, or nil) at most the free slots and the waiting jobs, and no more
+ * than brings this worker's running jobs up to ceil(jobs in flight / live workers);
+ * a worker at or past that share takes ceil(waiting / workers) only when the oldest
+ * waiting job has waited wait_ms (the others are full or gone). */
+extern const char hy_job_lua_read[];
+#define HY_JOB_ALIVE_MS 5000 /* a worker heard from within this is counted as live */
 /* KEYS own; ARGV attempt, jobs, group, consumer, entry: resets the entry's idle time while
  * the job is ours (XCLAIM ... JUSTID). */
 extern const char hy_job_lua_refresh[];

@@ -27,6 +27,7 @@
 #define HY_QUEUE_PREFIX_MAX 32
 #define HY_QUEUE_RESULT_TTL_S 300.0 /* finished jobs' results are kept this long */
 #define HY_QUEUE_CLAIM_IDLE_S 30.0  /* a job silent this long is taken over */
+#define HY_QUEUE_SHARE_WAIT_MS 20   /* a job waits this long for a worker below its share */
 
 /* redis://HOST[:PORT][/DB]; PORT 6379 and DB 0 by default. */
 struct hy_queue_url {
@@ -43,6 +44,10 @@ struct hy_queue_opts {
     double claim_idle_s;              /* worker: 0: HY_QUEUE_CLAIM_IDLE_S */
     int capacity;                     /* worker: jobs held at once; client: requests in
                                        * flight (more get HY_E_NOSPACE) */
+    int share_wait_ms;                /* worker: it takes jobs past its fair share (jobs in
+                                       * flight / live workers) only once they have waited
+                                       * this long; 0: HY_QUEUE_SHARE_WAIT_MS; < 0: no
+                                       * share (a read takes as many as it has room for) */
     int32_t vocab;                    /* client: token ids from workers are checked < vocab */
 };
 

@@ -11,7 +11,6 @@
 
 #define READER_BLOCK_MS "200" /* deadlines are checked at least this often */
 #define READER_COUNT "256"    /* entries per stream per XREAD */
-#define READER_WORKER_ALIVE_MS 5000 /* a worker heard from within this is counted */
 #define READER_MAX_CONSUMERS 64     /* consumers listed in /metrics */
 
 struct snap {
@@ -345,7 +344,7 @@ static void stats_lines(FILE *f, const redisReply *h)
 void hy_queue_client_metrics(struct hy_queue_client *c, FILE *f)
 {
     char min[32];
-    snprintf(min, sizeof min, "%lld", (long long)(hy_job_now_ms() - READER_WORKER_ALIVE_MS));
+    snprintf(min, sizeof min, "%lld", (long long)(hy_job_now_ms() - HY_JOB_ALIVE_MS));
     redisReply *r[4] = {0};
     pthread_mutex_lock(&c->cmd_mu);
     if (hy_redis_ensure(&c->cmd, NULL)) {
@@ -382,7 +381,7 @@ void hy_queue_client_metrics(struct hy_queue_client *c, FILE *f)
         hy_redis_int(r[3], 0, INT64_MAX / 4, &workers);
         fprintf(f, "# HELP hymt_queue_workers Workers that sent a heartbeat in the last %d s.\n"
                    "# TYPE hymt_queue_workers gauge\nhymt_queue_workers %lld\n",
-                READER_WORKER_ALIVE_MS / 1000, workers);
+                HY_JOB_ALIVE_MS / 1000, workers);
     }
     for (int i = 0; i < 4; i++)
         freeReplyObject(r[i]);

@@ -1,5 +1,6 @@
 /* worker.c: `hymt worker`'s loop (queue.h): take jobs from the group (XREADGROUP, and
- * XAUTOCLAIM for jobs idle past claim_idle), own each one (the take script), run it on the
+ * XAUTOCLAIM for jobs idle past claim_idle; no more than a fair share of the jobs in
+ * flight while other workers have room), own each one (the take script), run it on the
  * local engine, append its tokens to its result stream and answer it (the push and end
  * scripts, each refused once another worker owns the job), acknowledge only at the end.
  * One thread and one connection; the engine's notify hook wakes it. */
@@ -172,32 +173,59 @@ static void take_entry(struct hy_queue_worker *w, const redisReply *e, bool recl
     start(w, j);
 }
 
-/* New jobs for the free slots (blocking briefly only when nothing runs). */
-static void take_new(struct hy_queue_worker *w)
+/* Starts the entries of an XREADGROUP reply (at most max); recreates the group when Redis
+ * lost it. Frees x. */
+static void take_reply(struct hy_queue_worker *w, redisReply *x, int max)
 {
-    int free_slots = w->cap - w->st.active;
-    if (free_slots <= 0)
-        return;
-    redisReply *x = w->st.active == 0
-                        ? hy_redis_cmdf(&w->r, "XREADGROUP GROUP %s %s COUNT %d BLOCK %d "
-                                               "STREAMS %s >", HY_JOB_GROUP, w->name, free_slots,
-                                        WORKER_IDLE_BLOCK_MS, w->jobs_key)
-                        : hy_redis_cmdf(&w->r, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >",
-                                        HY_JOB_GROUP, w->name, free_slots, w->jobs_key);
     if (x && x->type == REDIS_REPLY_ERROR) {
-        if (!strncmp(x->str, "NOGROUP", 7)) /* Redis lost its data: make them again */
+        if (strstr(x->str, "NOGROUP")) /* Redis lost its data: make them again */
             hy_qc_ensure_group(&w->r, w->jobs_key);
         else
-            HY_LOGW("queue: XREADGROUP: %.200s", x->str);
+            HY_LOGW("queue: reading jobs: %.200s", x->str);
     }
     if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 1 &&
         x->element[0]->type == REDIS_REPLY_ARRAY && x->element[0]->elements == 2) {
         const redisReply *entries = x->element[0]->element[1];
         for (size_t i = 0; entries->type == REDIS_REPLY_ARRAY && i < entries->elements &&
-                           (int)i < free_slots; i++)
+                           (int)i < max; i++)
             take_entry(w, entries->element[i], false);
     }
     freeReplyObject(x);
+}
+
+/* New jobs for the free slots. While nothing runs it blocks briefly for one; then the read
+ * script hands out no more than this worker's fair share of the jobs in flight (with
+ * share_wait_ms < 0: as many as there are free slots). Called between engine steps, so a
+ * worker with room fills up over a few reads while the others take their part. */
+static void take_new(struct hy_queue_worker *w)
+{
+    int free_slots = w->cap - w->st.active;
+    bool share = w->o.share_wait_ms >= 0;
+    if (free_slots <= 0)
+        return;
+    if (w->st.active == 0) {
+        take_reply(w, hy_redis_cmdf(&w->r, "XREADGROUP GROUP %s %s COUNT %d BLOCK %d "
+                                           "STREAMS %s >", HY_JOB_GROUP, w->name,
+                                    share ? 1 : free_slots, WORKER_IDLE_BLOCK_MS, w->jobs_key),
+                   share ? 1 : free_slots);
+        free_slots = w->cap - w->st.active;
+        if (!share || w->st.active == 0 || free_slots <= 0)
+            return;
+    }
+    if (!share) {
+        take_reply(w, hy_redis_cmdf(&w->r, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >",
+                                    HY_JOB_GROUP, w->name, free_slots, w->jobs_key),
+                   free_slots);
+        return;
+    }
+    char fs[16], act[16], since[24], wait[16];
+    snprintf(fs, sizeof fs, "%d", free_slots);
+    snprintf(act, sizeof act, "%d", w->st.active);
+    snprintf(since, sizeof since, "%lld", (long long)(hy_job_now_ms() - HY_JOB_ALIVE_MS));
+    snprintf(wait, sizeof wait, "%d", w->o.share_wait_ms);
+    const char *keys[] = {w->jobs_key, w->workers_key};
+    const char *args[] = {HY_JOB_GROUP, w->name, fs, act, since, wait};
+    take_reply(w, eval(w, hy_job_lua_read, 2, keys, 6, args, NULL), free_slots);
 }
 
 /* Jobs pending on consumers silent for claim_idle (dead workers) into the free slots. */
@@ -464,6 +492,8 @@ hy_status hy_queue_worker_create(struct hy_queue_worker **out, const struct hy_q
     w->o = *o;
     if (w->o.claim_idle_s <= 0)
         w->o.claim_idle_s = HY_QUEUE_CLAIM_IDLE_S;
+    if (w->o.share_wait_ms == 0)
+        w->o.share_wait_ms = HY_QUEUE_SHARE_WAIT_MS;
     w->cap = o->capacity > 0 ? o->capacity : 16;
     w->e = e;
     snprintf(w->prefix, sizeof w->prefix, "%s", o->prefix[0] ? o->prefix : "hymt");

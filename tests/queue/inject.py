@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """inject.py PORT WHAT...: writes jobs into the queue's stream by hand (a raw RESP client,
 standard library only), as a front end would not: `expired` (deadline 10 s ago, no cancel
-mark), `malformed` (a prompt of 5 bytes: not whole token ids). `check-expired` exits 0 when
-the expired job's result stream ends with finish 4 (timeout) and holds no token."""
+mark), `malformed` (a prompt of 5 bytes: not whole token ids), `burst:N` (N valid jobs of
+400 new tokens in one MULTI/EXEC: they appear at once, as to workers blocked waiting).
+`check-expired` exits 0 when the expired job's result stream ends with finish 4 (timeout)
+and holds no token."""
 import socket
 import struct
 import sys
@@ -40,8 +42,8 @@ def read(f):
     raise ValueError(line)
 
 
-def job(jid, prompt, dl):
-    return ["XADD", "hymt:jobs", "*", "v", "1", "id", jid, "p", prompt, "n", "5",
+def job(jid, prompt, dl, n=5):
+    return ["XADD", "hymt:jobs", "*", "v", "1", "id", jid, "p", prompt, "n", str(n),
             "s", "0 1 0 1 7", "stop", b"", "dl", str(dl), "ttl", "60"]
 
 
@@ -53,6 +55,14 @@ def main():
             cmd(s, *job(EXPIRED, struct.pack("<3i", 1, 2, 3), now - 10000))
         elif what == "malformed":
             cmd(s, *job(MALFORMED, b"\x01\x02\x03\x04\x05", 0))
+        elif what.startswith("burst:"):
+            assert cmd(s, "MULTI") == "OK"
+            n = int(what[6:])
+            for i in range(n):
+                prompt = struct.pack("<4i", 1 + i % 400, 2, 3, 4)
+                assert cmd(s, *job("%032x" % (0xb0000 + i), prompt, 0, 400)) == "QUEUED"
+            got = cmd(s, "EXEC")
+            assert isinstance(got, list) and len(got) == n, got
         elif what == "check-expired":
             entries = cmd(s, "XRANGE", "hymt:r:" + EXPIRED, "-", "+")
             fields = [dict(zip(e[1][::2], e[1][1::2])) for e in entries or []]

@@ -15,6 +15,8 @@
 #  5. cancellation reaches the worker (its engine counts the request cancelled); deadlines
 #     (no worker: 504; a worker started later answers the expired job without running it);
 #     Redis unreachable at start: a clear error, exit 1
+#  6. the fair share: 30 jobs that appear at once spread 10/10/10 over three workers, not
+#     to the first that reads
 HYMT=$1
 DATA=$2
 SRC=$3
@@ -278,7 +280,41 @@ $LOAD "$L" 50 12 8 >"$TMP/ref_a.jsonl"
 $LOAD "$F" 50 12 8 >"$TMP/got_a.jsonl"
 same "$TMP/ref_a.jsonl" "$TMP/got_a.jsonl" "50 requests after the Redis restart"
 
-for f in front a b c; do
+# ---- 6. the fair share: jobs that come at once spread over the workers ----
+# Three fresh workers, blocked waiting, see 30 long jobs appear at once (MULTI/EXEC). Each
+# takes one, then no more than its share: ceil(30 in flight / 3 live workers) = 10. Bounds
+# 7..13: a worker that reads late, after another's jobs finished, gets a smaller share (the
+# jobs of 400 tokens make that unlikely). A greedy take (--share-wait 0) gives 20/10/0.
+# --share-wait 10000 keeps the over-share take (after 20 ms by default) out of the count.
+phase "6. the fair share: 30 jobs at once over three workers"
+for w in a b c; do
+    eval "p=\$W_$w"
+    kill "$p"; wait "$p" 2>/dev/null
+done
+for w in x y z; do worker $w --share-wait 10000 --jobs 20; done
+i=0
+until [ "$(metric "$F" hymt_queue_workers)" = 3 ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(metric "$F" hymt_queue_workers)" = 3 ] || fail "workers x y z: $(metric "$F" hymt_queue_workers) live, expected 3"
+python3 "$SRC/tests/queue/inject.py" "$RPORT" burst:30 || fail "cannot inject 30 jobs"
+i=0
+while [ $i -lt 600 ]; do
+    n=0
+    for w in x y z; do
+        n=$((n + $(metric "http://127.0.0.1:$(wport $w)" 'hymt_worker_jobs_total{event="completed"}')))
+    done
+    [ $n -ge 30 ] && break
+    sleep 0.1; i=$((i + 1))
+done
+[ $n = 30 ] || fail "the burst: $n of 30 jobs completed"
+took=""
+for w in x y z; do
+    t=$(metric "http://127.0.0.1:$(wport $w)" 'hymt_worker_jobs_total{event="taken"}')
+    took="$took $t"
+    [ "${t:-0}" -ge 7 ] && [ "${t:-0}" -le 13 ] || fail "worker $w took ${t:-0} of 30 jobs, not its share (7..13)"
+done
+echo "the burst of 30 jobs: the workers took$took"
+
+for f in front a b c x y z; do
     grep -E "AddressSanitizer|runtime error" "$TMP/$f.log" && fail "$f: sanitizer report"
 done
 phase "done"
