@@ -1,5 +1,6 @@
 /* api_documents.c: documents as jobs: POST /v1/documents takes a text (or a batch of
- * segments' worth: anything up to --max-body) with its languages and answers 202 with an
+ * segments' worth: anything up to --max-body) with its languages and optionally a glossary
+ * (`glossary` terms or a stored `glossary_id`, as on /api/translate) and answers 202 with an
  * id at once; GET /v1/documents/ID gives its status and progress (segments done / total),
  * then the translation. A document runs on one of DOCS_THREADS document threads through
  * hy_doc_translate on the server's engine: on a front end (serve --queue) each segment is
@@ -7,6 +8,7 @@
  * of DOCS_MAX on this server (a GET must reach the front end that took the POST); a
  * finished one is kept DOCS_KEEP_S seconds, and the oldest finished one makes room when
  * the table is full (none finished: 429). */
+#include "server/api_ext.h"
 #include "server/gen.h"
 
 #include "core/clock.h"
@@ -32,6 +34,7 @@ struct docrec {
     char *text; /* owned until it runs out */
     size_t len;
     struct hy_doc_opts o;
+    struct hy_api_ext x; /* o's glossary (`glossary` or `glossary_id`), until it ran */
     struct hy_http_buf out;
     size_t done, total;
     struct hy_doc_result res;
@@ -126,6 +129,8 @@ static void *doc_main(void *arg)
         r->t_finished = hy_clock_now();
         free(r->text);
         r->text = NULL;
+        hy_api_ext_free(&r->x);
+        r->o.glossary = NULL;
     }
     pthread_mutex_unlock(&d->mu);
     return NULL;
@@ -161,6 +166,7 @@ void hy_docs_destroy(struct hy_docs *d)
         pthread_join(d->th[i], NULL);
     for (int i = 0; i < DOCS_MAX; i++) {
         free(d->recs[i].text);
+        hy_api_ext_free(&d->recs[i].x); /* a document that never ran */
         hy_http_buf_free(&d->recs[i].out);
     }
     pthread_cond_destroy(&d->cv);
@@ -248,6 +254,7 @@ bool hy_api_documents_post(struct hy_http_req *req)
         return true;
     json_t *text = json_object_get(body, "text");
     struct hy_doc_opts o = {0};
+    struct hy_api_ext x = {0};
     o.sampling = hy_sampler_params_default();
     struct hy_err err = {{0}};
     bool keep_lines = false, ok = false;
@@ -269,7 +276,7 @@ bool hy_api_documents_post(struct hy_http_req *req)
             st = hy_gen_parse_sampling(body, &o.sampling, seed, &err);
         if (st)
             hy_http_error(req, 400, "invalid_parameter", "%s", err.msg);
-        ok = !st;
+        ok = !st && hy_api_glossary_parse(req, body, &x, &o);
     }
     o.keep_lines = keep_lines;
     o.max_new_tokens = (int)max_new;
@@ -279,14 +286,17 @@ bool hy_api_documents_post(struct hy_http_req *req)
     if (copy)
         memcpy(copy, json_string_value(text), len + 1);
     json_decref(body);
-    if (!copy)
+    if (!copy) {
+        hy_api_ext_free(&x);
         return true;
+    }
     struct hy_docs *d = s->docs;
     pthread_mutex_lock(&d->mu);
     struct docrec *r = take_record(d);
     if (!r) {
         pthread_mutex_unlock(&d->mu);
         free(copy);
+        hy_api_ext_free(&x);
         return hy_http_error(req, 429, "too_many_documents",
                              "%d documents are queued or running; retry later", DOCS_MAX);
     }
@@ -294,6 +304,7 @@ bool hy_api_documents_post(struct hy_http_req *req)
     r->text = copy;
     r->len = len;
     r->o = o;
+    r->x = x;
     r->created = (long long)time(NULL);
     r->t_created = hy_clock_now();
     r->seq = d->next_seq++;

@@ -31,6 +31,11 @@ struct hy_api_ext {
  * request (x then still needs hy_api_ext_free). */
 bool hy_api_ext_parse(struct hy_http_req *req, json_t *body, struct hy_api_ext *x,
                       struct hy_doc_opts *o);
+/* Only `glossary` / `glossary_id` (one of them) into x and o->glossary (and o->src from a
+ * stored glossary), with the model check: what /v1/documents takes. Answers 4xx and
+ * returns false on a bad request (x then still needs hy_api_ext_free). */
+bool hy_api_glossary_parse(struct hy_http_req *req, json_t *body, struct hy_api_ext *x,
+                           struct hy_doc_opts *o);
 void hy_api_ext_free(struct hy_api_ext *x);
 
 /* The JSON of a glossary's info (DeepL's field names: glossary_id, name, source_lang,

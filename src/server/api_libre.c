@@ -1,7 +1,8 @@
 /* api_libre.c: LibreTranslate's API (its README and /docs), for the tools that speak it:
  * POST /translate {q: a string or an array of strings, source: a code or "auto", target,
  * format: "text" | "html", alternatives: 0..LT_MAX_ALTERNATIVES (more translations, sampled
- * at temperature 1 with other seeds; only those that differ are listed), api_key} as JSON or as a
+ * at temperature 1 with other seeds; only those that differ are listed), api_key, and
+ * hymt's glossary_id (a glossary of /v1/glossaries, as on DeepL's route)} as JSON or as a
  * form, answered {"translatedText": ..., "detectedLanguage": {"confidence", "language"}
  * (source auto only), "alternatives": [...] (when asked)}, with arrays of those for an
  * array q; GET /languages [{code, name, targets}]. Errors are LibreTranslate's
@@ -191,8 +192,8 @@ static json_t *q_field(struct hy_http_req *req, json_t *body, bool *array)
 /* Every field is LibreTranslate's; another is a 400 naming it, never ignored. */
 static bool known_fields(struct hy_http_req *req, json_t *body)
 {
-    static const char *const known[] = {"q", "source", "target", "format", "alternatives",
-                                        "api_key"};
+    static const char *const known[] = {"q",           "source",  "target",     "format",
+                                        "alternatives", "api_key", "glossary_id"};
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v)
@@ -207,7 +208,37 @@ static bool known_fields(struct hy_http_req *req, json_t *body)
     return true;
 }
 
-/* Reads the fields into l and job; answers 4xx and returns NULL (q list) on a bad one. */
+/* glossary_id (hymt's, as DeepL's: a glossary of /v1/glossaries for the request's pair,
+ * whose source language it names when source is auto) into job->glossary; answers 400 and
+ * returns false (job then holds none). */
+static bool glossary_field(struct hy_http_req *req, json_t *body, struct hy_tr_job *job)
+{
+    json_t *id = json_object_get(body, "glossary_id");
+    struct hy_gstore *gs = req->srv->cfg.glossaries;
+    struct hy_err err = {{0}};
+    if (!id || json_is_null(id) || (json_is_string(id) && !json_string_length(id)))
+        return true;
+    if (!json_is_string(id))
+        return !hy_http_error(req, 400, "invalid_parameter", "glossary_id: a string is required");
+    if (!gs || hy_gstore_acquire(gs, json_string_value(id), &job->glossary, &err))
+        return !hy_http_error(req, 400, "glossary_not_found", "glossary_id: %s",
+                              gs ? err.msg : "this server keeps no glossaries");
+    const struct hy_gstore_info *g = hy_gstore_info(job->glossary);
+    const struct hy_lang *src = hy_lang_find(g->src);
+    if (hy_lang_find(g->tgt) != job->tgt || (job->src && job->src != src)) {
+        hy_http_error(req, 400, "glossary_language_mismatch",
+                      "glossary %s is for %s -> %s, the request is %s -> %s", g->id, g->src,
+                      g->tgt, job->src ? job->src->code : "auto", job->tgt->code);
+        hy_gstore_release(job->glossary);
+        job->glossary = NULL;
+        return false;
+    }
+    job->src = src; /* no detection needed */
+    return true;
+}
+
+/* Reads the fields into l and job; answers 4xx and returns NULL (q list) on a bad one
+ * (job then holds no glossary). */
 static json_t *parse(struct hy_http_req *req, json_t *body, struct lt *l, struct hy_tr_job *job,
                      enum hy_format *fmt)
 {
@@ -235,9 +266,14 @@ static json_t *parse(struct hy_http_req *req, json_t *body, struct lt *l, struct
     json_t *src = json_object_get(body, "source");
     l->detect = !src || json_is_null(src) || (json_is_string(src) && !strcmp(json_string_value(src), "auto"));
     if (!lang_field(req, body, "source", true, &job->src) ||
-        !lang_field(req, body, "target", false, &job->tgt))
+        !lang_field(req, body, "target", false, &job->tgt) || !glossary_field(req, body, job))
         return NULL;
-    return q_field(req, body, &l->array);
+    json_t *q = q_field(req, body, &l->array);
+    if (!q) {
+        hy_gstore_release(job->glossary);
+        job->glossary = NULL;
+    }
+    return q;
 }
 
 bool hy_api_libre_translate(struct hy_http_req *req)
@@ -264,6 +300,7 @@ bool hy_api_libre_translate(struct hy_http_req *req)
     hy_status st = hy_compat_plan(&l->c, q, fmt, 1 + l->n_alt, &sp, &err);
     json_decref(q);
     if (st) {
+        hy_gstore_release(job.glossary);
         lt_free(l);
         return hy_http_error(req, st == HY_E_NOMEM ? 500 : 400, "invalid_parameter",
                              "Invalid request: %s", err.msg);

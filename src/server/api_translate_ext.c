@@ -1,5 +1,5 @@
-/* api_translate_ext.c: glossary, glossary_id, context, format and tm on /api/translate
- * (contract in api_ext.h). */
+/* api_translate_ext.c: glossary, glossary_id, context, format and tm on /api/translate,
+ * the glossary also on /v1/documents (contract in api_ext.h). */
 #include "server/api_ext.h"
 
 #include "core/json.h"
@@ -118,6 +118,33 @@ static bool context_fields(struct hy_http_req *req, json_t *body, struct hy_api_
     return true;
 }
 
+/* 400 unsupported_by_model: the model's prompts have no glossary or context form. */
+static bool unsupported(struct hy_http_req *req)
+{
+    hy_http_error(req, 400, "unsupported_by_model",
+                  "glossary and context need a HY-MT1.5 or Hy-MT2 model; this one takes %s "
+                  "prompts, which have no such form",
+                  hy_prompt_gen_title(req->srv->prompt.kind.gen));
+    return false;
+}
+
+bool hy_api_glossary_parse(struct hy_http_req *req, json_t *body, struct hy_api_ext *x,
+                           struct hy_doc_opts *o)
+{
+    json_t *list = json_object_get(body, "glossary"), *id = json_object_get(body, "glossary_id");
+    bool has_list = list && !json_is_null(list), has_id = id && !json_is_null(id);
+    if (has_list && has_id)
+        return hy_http_error(req, 400, "invalid_parameter",
+                             "give glossary or glossary_id, not both"), false;
+    if ((has_list && !inline_glossary(req, list, x)) ||
+        (has_id && !stored_glossary(req, id, x, o)))
+        return false;
+    o->glossary = x->own ? x->own : x->ref ? hy_gstore_glossary(x->ref) : NULL;
+    if (o->glossary && !hy_prompt_ext_supported(req->srv->prompt.kind.gen))
+        return unsupported(req);
+    return true;
+}
+
 bool hy_api_ext_parse(struct hy_http_req *req, json_t *body, struct hy_api_ext *x,
                       struct hy_doc_opts *o)
 {
@@ -125,21 +152,11 @@ bool hy_api_ext_parse(struct hy_http_req *req, json_t *body, struct hy_api_ext *
     struct hy_err err = {{0}};
     char fmt[16] = "text";
     x->tm = true;
-    json_t *list = json_object_get(body, "glossary"), *id = json_object_get(body, "glossary_id");
-    bool has_list = list && !json_is_null(list), has_id = id && !json_is_null(id);
-    if (has_list && has_id)
-        return hy_http_error(req, 400, "invalid_parameter",
-                             "give glossary or glossary_id, not both"), false;
-    if ((has_list && !inline_glossary(req, list, x)) ||
-        (has_id && !stored_glossary(req, id, x, o)) || !context_fields(req, body, x, o))
+    if (!hy_api_glossary_parse(req, body, x, o) || !context_fields(req, body, x, o))
         return false;
-    o->glossary = x->own ? x->own : x->ref ? hy_gstore_glossary(x->ref) : NULL;
-    if ((o->glossary || o->context || o->context_segs) &&
+    if ((o->context || o->context_segs) &&
         !hy_prompt_ext_supported(s->prompt.kind.gen))
-        return hy_http_error(req, 400, "unsupported_by_model",
-                             "glossary and context need a HY-MT1.5 or Hy-MT2 model; this one "
-                             "takes %s prompts, which have no such form",
-                             hy_prompt_gen_title(s->prompt.kind.gen)), false;
+        return unsupported(req);
     hy_status st = hy_json_get_str(body, "format", false, fmt, sizeof fmt, &err);
     if (!st)
         st = hy_format_from_name(fmt, &x->format, &err);

@@ -1,7 +1,8 @@
 """pro_api_test.py HYMT DATA_DIR: glossaries, context, formats and the translation memory
 through `hymt serve` (issue 18 items 2-5) on the tiny checkpoints.
 - The prompts: /api/translate with two glossary terms (inline and stored), or a context,
-  must build the HY-MT README's template byte for byte. The test writes each template out
+  must build the HY-MT README's template byte for byte; so must LibreTranslate's /translate
+  with glossary_id and POST /v1/documents with either glossary. The test writes each template out
   by hand and sends it as the one user message of /v1/chat/completions: the same prompt
   gives the same prompt-token count and, greedy, the same reply (the tiny model's output
   is noise, but equal noise proves equal ids); a variant without the terms must differ.
@@ -17,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reliability"))
 from http_util import Checks, Server, http  # noqa: E402
@@ -219,6 +221,70 @@ def prompts(srv, gid):
                 "refusal %s: %s %s" % (body, st, j))
 
 
+def prompt_tokens(srv):
+    _, _, m, _ = http(srv.port, "GET", "/metrics")
+    return int(re.search(r"^hymt_prompt_tokens_total (\d+)$", m.decode(), re.M).group(1))
+
+
+def document(srv, body):
+    """POST /v1/documents, then GET until it is done: (POST status, last JSON)."""
+    st, j = post(srv, "/v1/documents", body)
+    if st != 202:
+        return st, j
+    for _ in range(300):
+        st, g = get(srv, "/v1/documents/%s" % j["id"])
+        if st != 200 or g.get("status") in ("done", "failed"):
+            return 202, g
+        time.sleep(0.05)
+    return 202, g
+
+
+def other_routes(srv, gid):
+    """The glossary on LibreTranslate's /translate (glossary_id) and on /v1/documents
+    (glossary or glossary_id): the same prompt as /api/translate's, so the same prompt
+    tokens as the README's template (LibreTranslate answers no usage: the server's counter
+    of prompt tokens moves by it)."""
+    n, _ = chat(srv, TERMS % (TWO, SEG))
+    before = prompt_tokens(srv)
+    st, j = post(srv, "/translate", {"q": SEG, "target": "de", "glossary_id": gid})
+    c.check(st == 200 and isinstance(j.get("translatedText"), str) and
+            j.get("detectedLanguage", {}).get("language") == "en",
+            "LibreTranslate glossary_id: %s %s" % (st, j))
+    c.check(prompt_tokens(srv) - before == n, "LibreTranslate glossary_id: %d prompt tokens, "
+            "the template's %d" % (prompt_tokens(srv) - before, n))
+    before = prompt_tokens(srv)
+    post(srv, "/translate", {"q": SEG, "source": "en", "target": "de"})
+    c.check(prompt_tokens(srv) - before < n, "LibreTranslate without a glossary: not shorter")
+    for body, want in [({"glossary_id": "x"}, "glossary_id"),
+                       ({"glossary_id": gid, "target": "fr"}, "is for en -> de"),
+                       ({"glossary_id": gid, "source": "fr"}, "is for en -> de"),
+                       ({"glossary_id": 5}, "glossary_id: a string")]:
+        kw = {"q": SEG, "target": "de"}
+        kw.update(body)
+        st, j = post(srv, "/translate", kw)
+        c.check(st == 400 and want in j.get("error", ""), "LibreTranslate %s: %s %s"
+                % (body, st, j))
+    inline = [{"source": "machine learning", "target": "maschinelles Lernen"},
+              {"source": "cat", "target": "Katze"}]
+    for what, extra in [("glossary_id", {"glossary_id": gid}),
+                        ("inline glossary", {"glossary": inline, "source_lang": "en"})]:
+        body = {"text": SEG, "target_lang": "de", "max_tokens": 6}
+        body.update(GREEDY)
+        body.update(extra)
+        st, j = document(srv, body)
+        c.check(st == 202 and j.get("status") == "done" and j["usage"]["prompt_tokens"] == n
+                and j.get("source_lang") == "en", "document with a %s: %s %s, the template's "
+                "%d prompt tokens" % (what, st, j, n))
+    for body, code in [({"glossary_id": gid, "target_lang": "fr"}, "glossary_language_mismatch"),
+                       ({"glossary_id": "0"}, "glossary_not_found"),
+                       ({"glossary_id": gid, "glossary": inline}, "invalid_parameter")]:
+        kw = {"text": SEG, "target_lang": "de"}
+        kw.update(body)
+        st, j = post(srv, "/v1/documents", kw)
+        c.check(st in (400, 404) and j["error"]["code"] == code, "document %s: %s %s"
+                % (body, st, j))
+
+
 SRT = "1\n00:00:01,000 --> 00:00:02,500\nHello there.\nSecond line.\n\n2\n00:00:03,000 --> 00:00:04,000\n<i>Bye.</i>\n"
 VTT = "WEBVTT\n\nNOTE kept\n\nc1\n00:01.000 --> 00:02.000 align:start\nGood morning.\n"
 MD = "# Title here\n\n- item one\n- item two\n\n```\ncode stays\n```\n\nSee [the docs](http://x.y/z).\n"
@@ -300,6 +366,10 @@ def memory(data):
             st, j = translate(srv, text=doc, **kw)
             c.check(st == 400 and j["error"]["code"] == "unsupported_by_model",
                     "7b %s: %s %s" % (kw, st, j))
+        st, j = post(srv, "/v1/documents", {"text": doc, "target_lang": "de",
+                                            "glossary": [{"source": "a", "target": "b"}]})
+        c.check(st == 400 and j["error"]["code"] == "unsupported_by_model",
+                "7b document with a glossary: %s %s" % (st, j))
     finally:
         c.check(srv.stop() == 0, "server exit (a sanitizer report fails it)")
 
@@ -337,6 +407,7 @@ def main():
     try:
         gid, tbx_id = glossary_routes(srv)
         prompts(srv, gid)
+        other_routes(srv, gid)
         formats(srv)
         keep_lines(srv)
         st, j = post(srv, "/v1/glossaries", {"name": "6th", "source_lang": "en",
