@@ -1,6 +1,7 @@
 /* docx.c: .docx paragraphs translated in place (contract and limits in docx.h). */
 #include "translate/docx.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -10,8 +11,6 @@
 #include <libxml/tree.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <zip.h>
 
 #define DOC_PART "word/document.xml"
