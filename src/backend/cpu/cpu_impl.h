@@ -27,11 +27,18 @@ struct hy_cpu_xq {
     const float *s;   /* [n/32] d * (sum of the chunk's q): its sum, for weight offsets */
     const float *d8;  /* [n/4] each d repeated 8 times: the scale of each int32 lane of a
                        * 4-byte dot product (vpdpbusd), loadable as a vector */
+    /* (optional) The same activations rearranged by the weight dtype's q_prep, that
+     * dtype's q_dot reads them instead (HY_CPU_AUX_PER_128 bytes a 128 values); NULL:
+     * none. Only the matmul of that dtype sets it. */
+    const unsigned char *aux;
 };
+
+#define HY_CPU_AUX_PER_128 256
 
 static inline struct hy_cpu_xq hy_cpu_xq_at(const struct hy_cpu_xq *x, int64_t c)
 {
-    return (struct hy_cpu_xq){x->q + c, x->d + c / 32, x->s + c / 32, x->d8 + c / 4};
+    const unsigned char *aux = x->aux && c % 128 == 0 ? x->aux + c / 128 * HY_CPU_AUX_PER_128 : NULL;
+    return (struct hy_cpu_xq){x->q + c, x->d + c / 32, x->s + c / 32, x->d8 + c / 4, aux};
 }
 
 /* Chunk b (32 values) of a row of a block dtype, values sc[i/16]*q[i] + mn[i/16] exactly as
@@ -95,6 +102,13 @@ struct hy_cpu_mm_kernels {
                       size_t stride, int64_t n, bool add);
     /* Values per activation scale the q_ kernels need (32 or 128; 0 means 32). */
     int xq_block;
+    /* (optional) Rearranges one token's quantized activations x, its cols/128 whole
+     * 128-value groups, into aux (cols/128 * HY_CPU_AUX_PER_128 bytes) for this dtype's
+     * q_dot: decode reads each token's activations once per weight row, so work on them
+     * that does not depend on the row is done here once. q_dot with x->aux set reads the
+     * groups from aux and any tail from x's arrays; the integers are the same as without,
+     * only the float summation order differs. */
+    void (*q_prep)(unsigned char *aux, const struct hy_cpu_xq *x, int64_t cols);
     /* (optional, with the q_ kernels) Prefill through packed weights. q_pack converts rows
      * [0, nr) of w (1 <= nr <= HY_CPU_PANEL, consecutive rows `stride` bytes apart; n
      * columns from a block boundary, n a multiple of 128) into buf (n/128 *
@@ -184,6 +198,9 @@ void hy_cpu_kernels_gguf_avx2(struct hy_cpu_kernels *k);
  * this many (a slab of tokens) and runs the slab; larger calls take several slabs. */
 #define HY_CPU_XQ_ELEMS (1024 * 1024) /* 64 tokens of the 7B's down projection (14336) */
 
+/* Bytes of q_prep's activations a matmul call holds: 16 tokens of a 14336-column input. */
+#define HY_CPU_AUX_BYTES (16 * 14336 / 128 * HY_CPU_AUX_PER_128)
+
 /* Columns of a weight panel packed at once (its bytes stay in L1/L2 while every token of
  * the call passes), and the size of each thread's pack buffer. */
 #define HY_CPU_PACK_COLS 2048
@@ -201,6 +218,8 @@ struct hy_cpu_ctx {
     unsigned char *pack[HY_POOL_MAX_THREADS];
     float xq_g[HY_CPU_XQ_ELEMS / 128]; /* hy_cpu_xq_half_sums of each token (q_row_tokens) */
     int8_t xq_q[HY_CPU_XQ_ELEMS];
+    /* q_prep's form of the slab's tokens, when they fit (decode and small batches) */
+    unsigned char xq_aux[HY_CPU_AUX_BYTES];
     float xq_d[HY_CPU_XQ_ELEMS / 32], xq_s[HY_CPU_XQ_ELEMS / 32], xq_d8[HY_CPU_XQ_ELEMS / 4];
 };
 

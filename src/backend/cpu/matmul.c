@@ -55,6 +55,7 @@ struct mm_job {
     int64_t rows, cols;
     enum hy_dtype dtype;
     const float *gs; /* [T, cols/128] hy_cpu_xq_half_sums (q_row_tokens) */
+    bool aux;        /* xq_aux holds q_prep's form of the slab's tokens */
     int T;
     int64_t block_rows;
 };
@@ -63,7 +64,9 @@ struct mm_job {
 static struct hy_cpu_xq xq_token(const struct mm_job *j, int t, int64_t c)
 {
     const struct hy_cpu_ctx *x = j->xq;
-    struct hy_cpu_xq v = {x->xq_q, x->xq_d, x->xq_s, x->xq_d8};
+    struct hy_cpu_xq v = {x->xq_q, x->xq_d, x->xq_s, x->xq_d8, NULL};
+    if (j->aux) /* whole 128-value groups: cols is a multiple of 128 */
+        v.aux = x->xq_aux + (size_t)t * (size_t)(j->cols / 128) * HY_CPU_AUX_PER_128;
     return hy_cpu_xq_at(&v, (int64_t)t * j->cols + c);
 }
 
@@ -351,7 +354,16 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 .T = n,
             };
             j.block_rows = (int64_t)(BLOCK_BYTES / j.chunk_bytes) & ~(int64_t)3;
-            if (k->q_pack && T >= PACK_MIN_TOKENS && w->cols % 128 == 0) {
+            bool packed = k->q_pack && T >= PACK_MIN_TOKENS && w->cols % 128 == 0;
+            if (k->q_prep && !packed && w->cols % 128 == 0 &&
+                (size_t)n * (size_t)(w->cols / 128) * HY_CPU_AUX_PER_128 <= HY_CPU_AUX_BYTES) {
+                j.aux = true; /* the engine thread: a few microseconds a token */
+                for (int t = 0; t < n; t++) {
+                    struct hy_cpu_xq xt = xq_token(&j, t, 0);
+                    k->q_prep((unsigned char *)xt.aux, &xt, w->cols);
+                }
+            }
+            if (packed) {
                 HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
                 j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
                 j.dtype = w->dtype;

@@ -70,7 +70,7 @@ static void qx_make(struct qx *x, const struct hy_cpu_kernels *k, const float *s
     for (int t = 0; t < T; t++) {
         int64_t o = t * cols;
         k->quantize_x(x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4, src + o, cols, block);
-        x->tok[t] = (struct hy_cpu_xq){x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4};
+        x->tok[t] = (struct hy_cpu_xq){x->q + o, x->d + o / 32, x->s + o / 32, x->d8 + o / 4, NULL};
     }
     for (int64_t i = 0; i < n; i++)
         x->deq[i] = x->d[i / 32] * (float)x->q[i];
@@ -159,6 +159,27 @@ static double qx_bound(const float *x, const struct qx *xq, const float *wv, int
     return a * (1 + 1e-6) + (cols + 4) * U32 * r + qb;
 }
 
+/* q_dot with x->aux from q_prep (cols/128 whole groups, any tail from the plain arrays)
+ * against hy_cpu_q_dot_ref: the worst error/bound over T tokens x 4 rows. */
+static double prep_case(const struct hy_cpu_mm_kernels *mk, enum hy_dtype dt, const struct qx *xq,
+                        const struct qweight *w, int T, int64_t cols)
+{
+    unsigned char *aux = malloc((size_t)(cols / 128 + 1) * HY_CPU_AUX_PER_128);
+    double wq = 0;
+    for (int t = 0; t < T; t++) {
+        struct hy_cpu_xq xa = xq->tok[t];
+        mk->q_prep(aux, &xa, cols);
+        xa.aux = aux;
+        for (int i = 0; i < 4; i++) {
+            const unsigned char *wr = w->data + (size_t)i * w->row_bytes;
+            double ref = hy_cpu_q_dot_ref(dt, &xq->tok[t], wr, cols);
+            wq = fmax(wq, ratio(fabs(mk->q_dot(&xa, wr, cols) - ref), q_bound(dt, &xq->tok[t], wr, cols)));
+        }
+    }
+    free(aux);
+    return wq;
+}
+
 static void kernels_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_dtype dt,
                          int64_t cols)
 {
@@ -226,6 +247,8 @@ static void kernels_case(const struct hy_cpu_kernels *k, struct rng *r, enum hy_
                 double ref = hy_cpu_q_dot_ref(dt, &xq.tok[t], wr, cols);
                 wq = fmax(wq, ratio(fabs(y[4 * t + i] - ref), q_bound(dt, &xq.tok[t], wr, cols)));
             }
+        if (mk->q_prep) /* q_dot through the prepared activations (decode's path) */
+            wq = fmax(wq, prep_case(mk, dt, &xq, &w, T, cols));
         CHECKF(wq <= 1.0, "%s %s cols %lld: int8 kernels vs int8 reference %.3g", k->name,
                hy_dtype_name(dt), (long long)cols, wq);
         CHECKF(wx <= 1.0, "%s %s cols %lld: int8 kernels vs fp32 %.3g", k->name,
@@ -434,6 +457,8 @@ int main(void)
         for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
             for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
                 kernels_case(&k, &r, block_dtypes[d], cols_list[c]);
+        kernels_case(&k, &r, HY_DTYPE_Q4_0, 1312); /* 41 blocks: a tail past 128-value groups */
+        kernels_case(&k, &r, HY_DTYPE_Q8_0, 1312);
         for (size_t d = 0; d < sizeof block_dtypes / sizeof block_dtypes[0]; d++)
             for (size_t c = 0; c < sizeof cols_list / sizeof cols_list[0]; c++)
                 packed_case(&k, &r, block_dtypes[d], c % 2 ? 45 : 16, cols_list[c]);
