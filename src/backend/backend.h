@@ -37,6 +37,22 @@ struct hy_cand {
     int32_t id;
 };
 
+/* A mixture-of-experts layer's routing on the backend (moe_route writes it; backend memory,
+ * sized for P = T*k routed pairs and E experts): ids[t*k + j] and w[t*k + j] the expert
+ * and weight of token t's j-th choice (best first, as hy_moe_route), and the pairs grouped by
+ * expert as backend/cpu/moe.h's hy_moe_group groups them (expert e's places off[e] ..
+ * off[e+1]-1, its tokens ascending): rows[p] the token of place p, sel[t*k + j] the place of
+ * token t's j-th choice, act[0] the number of experts with tokens and act[1 ..] those
+ * experts ascending. */
+struct hy_moe_route {
+    int32_t *ids;  /* [P] */
+    int32_t *off;  /* [E + 1] */
+    int32_t *rows; /* [P] */
+    int32_t *sel;  /* [P] */
+    int32_t *act;  /* [E + 1] */
+    float *w;      /* [P] */
+};
+
 struct hy_backend;
 
 struct hy_backend_i {
@@ -150,6 +166,37 @@ struct hy_backend_i {
      * are the same bits alone or batched, under any schedule. Slower. HY_E_NOMEM when its
      * scratch cannot be had. NULL: the backend does not offer it. */
     hy_status (*set_batch_invariant)(struct hy_backend *be, bool on, struct hy_err *err);
+    /* (optional) Mixture-of-experts ops (hy_v3), all or none. They take backend pointers
+     * only (no host arrays), so a step using them can be recorded (step_begin).
+     * weight_upload_n: weight_upload of n matrices of one dtype and shape into one
+     * allocation, one after another: ws[i].data = ws[0].data + i * (one matrix's bytes in
+     * the backend's layout, rounded up to its alignment); free it with free(be,
+     * ws[0].data). On failure nothing is changed. The grouped ops below take expert matrices uploaded this way.
+     * moe_route: from router logits [T, E] (float32) and the selection bias [E], routes as
+     * hy_moe_route (sigmoid scores, the k best of score + bias, equal ones to the lower
+     * index, weights the unbiased scores renormalised times scale) and groups into *r
+     * (struct hy_moe_route). 1 <= k <= E <= 1024.
+     * moe_gate_up: for every place p of an expert e with tokens, act[p, :] =
+     * silu(x[rows[p]] · gate_eᵀ) * (x[rows[p]] · up_eᵀ): act is [T*k, gate->rows], x is
+     * [T, gate->cols]; gate and up point at expert 0 of their E matrices.
+     * moe_down: y[p, :] = act[p, :] · down_eᵀ, y is [T*k, down->rows].
+     * moe_combine: out[t, :] = acc[t, :] + sum over j < k of w[t*k+j] * y[sel[t*k+j], :],
+     * j ascending; out may equal acc. d columns.
+     * moe_takes: whether the grouped ops take matrices of dtype dt (as weight_upload
+     * leaves them). */
+    hy_status (*weight_upload_n)(struct hy_backend *be, struct hy_weight *ws, int n,
+                                 struct hy_err *err);
+    void (*moe_route)(struct hy_backend *be, const struct hy_moe_route *r, const float *logits,
+                      const float *bias, int T, int E, int k, float scale);
+    void (*moe_gate_up)(struct hy_backend *be, float *act, const float *x,
+                        const struct hy_weight *gate, const struct hy_weight *up, int E,
+                        const struct hy_moe_route *r, int T, int k);
+    void (*moe_down)(struct hy_backend *be, float *y, const float *act,
+                     const struct hy_weight *down, int E, const struct hy_moe_route *r, int T,
+                     int k);
+    void (*moe_combine)(struct hy_backend *be, float *out, const float *acc, const float *y,
+                        const struct hy_moe_route *r, int T, int k, int64_t d);
+    bool (*moe_takes)(enum hy_dtype dt);
 };
 
 struct hy_backend {

@@ -28,6 +28,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct hy_v3_dev;
+
 struct hy_model {
     struct hy_config cfg;
     struct hy_backend *be;           /* borrowed; outlives the model */
@@ -47,6 +49,8 @@ struct hy_model {
     int64_t n_params;                /* parameters used by the forward pass */
     int64_t n_active_params;         /* ... of which one token uses (= n_params when dense) */
     struct hy_moe_weights *moe;      /* hy_v3: [cfg.n_moe_layers], owned (hy_v3.c); else NULL */
+    struct hy_v3_dev *v3dev;         /* hy_v3 on a device backend: its device buffers
+                                      * (hy_v3_upload, freed by hy_v3_unbind); else NULL */
     /* Weight slots (tok_embd, out_norm, lm_head, then each layer's 11 in struct order) and
      * sharing them with another model (hy_model_opts.share_from). Dense safetensors
      * models only; otherwise bound is NULL and nothing is shared. */

@@ -10,6 +10,10 @@
 #include <string.h>
 
 struct hy_moe_scratch {
+    bool dev;              /* the device path (the backend's MoE ops); else the CPU one */
+    int chunk;             /* tokens a chunk of the device path */
+    struct hy_moe_route r; /* device: routing of a chunk (backend.h) */
+    float *act, *y;        /* device [chunk*k, F], [chunk*k, hidden] */
     float *logits;         /* backend [T, E] router logits */
     float *xe, *ye;        /* backend [T, hidden]: one expert's routed rows, its output */
     float *acc;            /* backend [T, hidden]: the block's sum */
@@ -229,9 +233,10 @@ static hy_status bind_layers(struct hy_model *m, struct hy_err *err)
 
 hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err)
 {
-    if (m->be->i->weight_upload)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 runs on the CPU backends only for now "
-                          "(the %s backend is not one)", m->be->i->name);
+    if (m->be->i->weight_upload && !m->be->i->moe_route)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 needs the mixture-of-experts ops on a "
+                          "backend with device memory (the %s backend has none)",
+                          m->be->i->name);
     if (quant == HY_DTYPE_F8_E4M3)
         return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: fp8 is not supported yet (q8 and the "
                           "4-bit types are)");
@@ -262,7 +267,8 @@ int hy_v3_projections(struct hy_model *m, struct hy_weight **ws, int cap)
             HY_ASSERT(n < cap);
             ws[n++] = sh[k];
         }
-        for (int64_t e = 0; e < 3 * m->cfg.num_experts; e++) { /* gate, up, down: one array */
+        for (int64_t e = 0; !m->be->i->weight_upload_n && e < 3 * m->cfg.num_experts; e++) {
+            /* gate, up, down: one array */
             HY_ASSERT(n < cap);
             ws[n++] = &mw->gate[e];
         }
@@ -290,12 +296,37 @@ hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err)
 
 void hy_v3_unbind(struct hy_model *m)
 {
+    hy_v3_dev_free(m);
     for (int64_t j = 0; m->moe && j < m->cfg.n_moe_layers; j++) {
         free(m->moe[j].bias);
         free(m->moe[j].gate);
     }
     free(m->moe);
     m->moe = NULL;
+}
+
+/* The device path's buffers: a chunk's logits, shared-expert sum, routing, the experts'
+ * SwiGLU outputs and down projections, all in backend memory. */
+static bool dev_scratch(struct hy_moe_scratch *ms, struct hy_backend *be,
+                        const struct hy_config *c, int max_tokens)
+{
+    const size_t T = (size_t)(max_tokens < HY_V3_DEV_CHUNK ? max_tokens : HY_V3_DEV_CHUNK);
+    const size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts;
+    const size_t P = T * (size_t)c->num_experts_per_tok, F = (size_t)c->moe_intermediate_size;
+    ms->dev = true;
+    ms->chunk = (int)T;
+    ms->logits = be->i->alloc(be, T * E * sizeof(float));
+    ms->acc = be->i->alloc(be, T * d * sizeof(float));
+    ms->act = be->i->alloc(be, P * F * sizeof(float));
+    ms->y = be->i->alloc(be, P * d * sizeof(float));
+    ms->r.ids = be->i->alloc(be, P * sizeof(int32_t));
+    ms->r.rows = be->i->alloc(be, P * sizeof(int32_t));
+    ms->r.sel = be->i->alloc(be, P * sizeof(int32_t));
+    ms->r.w = be->i->alloc(be, P * sizeof(float));
+    ms->r.off = be->i->alloc(be, (E + 1) * sizeof(int32_t));
+    ms->r.act = be->i->alloc(be, (E + 1) * sizeof(int32_t));
+    return ms->logits && ms->acc && ms->act && ms->y && ms->r.ids && ms->r.rows && ms->r.sel &&
+           ms->r.w && ms->r.off && ms->r.act;
 }
 
 hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
@@ -311,6 +342,11 @@ hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
     s->moe = ms;
     if (!ms)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    if (m->v3dev)
+        return dev_scratch(ms, be, c, s->max_tokens)
+                   ? HY_OK
+                   : hy_err_set(err, HY_E_NOMEM, "out of backend memory for the routing of a "
+                                "%d-token chunk", ms->chunk);
     ms->logits = be->i->alloc(be, T * E * sizeof(float));
     ms->xe = be->i->alloc(be, T * d * sizeof(float));
     ms->ye = be->i->alloc(be, T * d * sizeof(float));
@@ -332,7 +368,8 @@ void hy_v3_scratch_destroy(struct hy_scratch *s, const struct hy_model *m)
     struct hy_moe_scratch *ms = s->moe;
     if (!ms)
         return;
-    float *bufs[] = {ms->logits, ms->xe, ms->ye, ms->acc};
+    void *bufs[] = {ms->logits, ms->xe,     ms->ye,    ms->acc,   ms->act,   ms->y,
+                    ms->r.ids,  ms->r.rows, ms->r.sel, ms->r.w,   ms->r.off, ms->r.act};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             m->be->i->free(m->be, bufs[i]);
@@ -357,8 +394,32 @@ static void swiglu(const struct hy_model *m, struct hy_scratch *s, float *out, c
     op->matmul(m->be, out, s->gate, dn, n);
 }
 
-/* The CPU backends keep activations in host memory (hy_v3_bind refuses the others), so
- * the routing reads the logits and the combine writes the sum where they lie. */
+/* The device path: per chunk, router logits (float32 weights: SGEMM), routing and
+ * grouping, the shared expert into acc, the routed experts grouped, the weighted sum;
+ * every op reads the routing from device memory. */
+static void moe_block_dev(const struct hy_model *m, struct hy_scratch *s, int il, int T)
+{
+    const struct hy_config *c = &m->cfg;
+    const struct hy_moe_weights *mw = m->layers[il].moe;
+    struct hy_moe_scratch *ms = s->moe;
+    const struct hy_backend_i *op = m->be->i;
+    const int E = (int)c->num_experts, k = (int)c->num_experts_per_tok;
+    const int64_t d = c->hidden_size;
+    for (int t0 = 0; t0 < T; t0 += ms->chunk) {
+        const int n = T - t0 < ms->chunk ? T - t0 : ms->chunk;
+        float *x = s->h + (int64_t)t0 * d;
+        op->matmul(m->be, ms->logits, x, &mw->router, n); /* [n, E] */
+        op->moe_route(m->be, &ms->r, ms->logits, mw->dbias, n, E, k,
+                      (float)c->router_scaling_factor);
+        swiglu(m, s, ms->acc, x, &mw->sh_gate, &mw->sh_up, &mw->sh_down, n);
+        op->moe_gate_up(m->be, ms->act, x, &mw->gate[0], &mw->up[0], E, &ms->r, n, k);
+        op->moe_down(m->be, ms->y, ms->act, &mw->down[0], E, &ms->r, n, k);
+        op->moe_combine(m->be, x, ms->acc, ms->y, &ms->r, n, k, d);
+    }
+}
+
+/* The CPU backends keep activations in host memory, so the routing reads the logits and
+ * the combine writes the sum where they lie. */
 void hy_v3_moe_block(const struct hy_model *m, struct hy_scratch *s, int il, int T)
 {
     const struct hy_config *c = &m->cfg;
@@ -368,6 +429,10 @@ void hy_v3_moe_block(const struct hy_model *m, struct hy_scratch *s, int il, int
     const int E = (int)c->num_experts, k = (int)c->num_experts_per_tok;
     const int64_t d = c->hidden_size;
     HY_ASSERT(mw && ms && T <= s->max_tokens);
+    if (ms->dev) {
+        moe_block_dev(m, s, il, T);
+        return;
+    }
     op->matmul(m->be, ms->logits, s->h, &mw->router, T); /* [T, E], float32 */
     hy_moe_route(ms->logits, mw->bias, T, E, k, (float)c->router_scaling_factor, ms->ids, ms->w);
     hy_moe_group(ms->ids, ms->w, T, k, E, ms->off, ms->rows, ms->rw);

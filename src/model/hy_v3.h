@@ -24,7 +24,10 @@
  * mlp.shared_experts.*, mlp.experts.gate_up_proj [E, 2F, hidden] (gate rows first) and
  * mlp.experts.down_proj [E, hidden, F]; each expert is then a slice, bound in place.
  * Matrices must be F32, F16 or BF16 (GGUF files: also the block types hymt reads). hy_v3
- * runs on the CPU backends only: a backend with device memory (weight_upload) and fp8 are
+ * runs on the CPU backends, and on a backend with device memory (weight_upload) that has
+ * the MoE ops (backend.h: moe_route ...; CUDA), where hy_v3_upload puts the weights and
+ * hy_v3_moe_block runs routing, grouping, the experts and the combine on the device with
+ * no host round trip (so decode steps are recorded as the dense model's). fp8 is
  * HY_E_UNSUPPORTED for now; q8 and the 4-bit load-time types quantize every projection.
  * Engine thread only, as hunyuan.h. */
 #ifndef HY_MODEL_HY_V3_H
@@ -35,6 +38,7 @@
 struct hy_moe_weights {
     struct hy_weight router;       /* [E, hidden] mlp.router.gate */
     float *bias;                   /* [E] host, owned: the selection bias (zeros if none) */
+    float *dbias;                  /* [E] its copy in device memory (hy_v3_upload), or NULL */
     struct hy_weight *gate, *up;   /* [E] each [F, hidden] */
     struct hy_weight *down;        /* [E] each [hidden, F] */
     struct hy_weight sh_gate, sh_up; /* [F * n_shared, hidden] */
@@ -56,8 +60,9 @@ hy_status hy_v3_bind_attn(struct hy_layer_weights *l, const struct hy_st *st,
                           struct hy_err *err);
 
 /* What hy_v3 does not run yet, refused before its weights are used: a backend with device
- * memory, fp8 (quant HY_DTYPE_F8_E4M3). q8 and the 4-bit types quantize every projection
- * as for the dense model (hy_v3_projections), the routers and the biases stay as stored. */
+ * memory but without the MoE ops, fp8 (quant HY_DTYPE_F8_E4M3). q8 and the 4-bit types
+ * quantize every projection as for the dense model (hy_v3_projections), the routers and the
+ * biases stay as stored. */
 hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err);
 /* Binds every tensor of m->st (already open) for the hy_v3 config m->cfg: layers,
  * embedding, norm, head, and counts the parameters. On error the caller destroys m
@@ -66,12 +71,25 @@ hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err);
 void hy_v3_unbind(struct hy_model *m); /* no-op for a dense model */
 /* The weights load-time quantization replaces: each layer's q/k/v/o, then its dense
  * gate/up/down, or its shared expert's three and every expert's (the router stays, so
- * routing is computed from the stored weights); hy_v3_n_projections of them. */
+ * routing is computed from the stored weights); at most hy_v3_n_projections of them. On a
+ * backend with weight_upload_n the experts are left out: hy_v3_upload quantizes them. */
 int hy_v3_n_projections(const struct hy_config *c);
 int hy_v3_projections(struct hy_model *m, struct hy_weight **ws, int cap);
 /* n_params and n_active_params (k of the E experts of each MoE layer) from the bound
  * weights. */
 void hy_v3_count_params(struct hy_model *m);
+
+/* Puts every weight of m (bound, and quantized by the loader where m->weights_quantized)
+ * into the device memory of m->be (a backend with weight_upload and the MoE ops): the
+ * embedding and norms through weight_upload, the router and the head float32 (alloc +
+ * upload: routing and the head are computed in float32; a tied head stays the bf16
+ * embedding), each MoE layer's gate, up and down experts as one weight_upload_n stack each,
+ * quantized on the host first to m->quant's type (Q4_G128 as Q4_0 where in-features are not
+ * a multiple of 128) when m->weights_quantized, so no bf16 copy of them reaches the device.
+ * HY_E_UNSUPPORTED when the experts would be a type the grouped ops do not take. What it
+ * allocated is freed by hy_v3_unbind, also after a failure. */
+hy_status hy_v3_upload(struct hy_model *m, struct hy_err *err);
+void hy_v3_dev_free(struct hy_model *m); /* what hy_v3_upload allocated; hy_v3_unbind calls it */
 
 /* The routing buffers of a scratch for steps of up to s->max_tokens tokens. */
 hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
@@ -79,7 +97,9 @@ hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
 void hy_v3_scratch_destroy(struct hy_scratch *s, const struct hy_model *m); /* accepts none */
 
 /* s->h [T, hidden] = MoE(s->h) for layer il (m->layers[il].moe set). Uses s->gate and
- * s->up as its SwiGLU buffers. */
+ * s->up as its SwiGLU buffers. On a device backend (hy_v3_upload) in chunks of at most
+ * HY_V3_DEV_CHUNK tokens, each a fixed sequence of ops whatever the routing. */
+#define HY_V3_DEV_CHUNK 256
 void hy_v3_moe_block(const struct hy_model *m, struct hy_scratch *s, int il, int T);
 
 #endif

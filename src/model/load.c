@@ -523,7 +523,9 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
     if (!s && !hyv3)
         s = upload_weights(m, err);
-    if (!s && m->weights_uploaded) {
+    if (!s && hyv3 && be->i->weight_upload) /* its experts stacked for the grouped ops */
+        s = hy_v3_upload(m, err);
+    if (!s && (m->weights_uploaded || m->v3dev)) {
         m->weight_device_bytes = (int64_t)(device_used(be) - used0);
         release_host_pages(m);
     }

@@ -3,6 +3,7 @@
  * stages index arrays (stage.c) and calls the launchers of the .cu files. */
 #include "backend/cuda/cuda_ctx.h"
 #include "backend/cuda/fp8mm.h"
+#include "backend/cuda/moe_ops.h"
 #include "backend/cuda/qmatmul.h"
 #include "backend/cuda/qmmvq.h"
 
@@ -622,6 +623,12 @@ static const struct hy_backend_i cuda_iface = {
     .step_forget = hy_cuda_step_forget,
     .mem_info = cuda_mem_info,
     .set_batch_invariant = cuda_set_batch_invariant,
+    .weight_upload_n = hy_cuda_weight_upload_n,
+    .moe_route = hy_cuda_op_moe_route,
+    .moe_gate_up = hy_cuda_op_moe_gate_up,
+    .moe_down = hy_cuda_op_moe_down,
+    .moe_combine = hy_cuda_op_moe_combine,
+    .moe_takes = hy_cuda_moe_takes,
 };
 
 /* Memory is decided at start-up, but the CUDA runtime loads a kernel's code into device

@@ -1,0 +1,375 @@
+/* cuda_moe_test.c: the CUDA backend's mixture-of-experts ops (backend.h: weight_upload_n,
+ * moe_route, moe_gate_up, moe_down, moe_combine) against the CPU reference
+ * (backend/cpu/moe.h) and sums in double, at several (T, E, k), weight types and shapes.
+ * Data are random and never zero.
+ *   route: logits on a grid of 1/8 (so distinct scores differ by far more than expf's
+ *     error), with exact ties planted (an expert's logit and bias copied to another) and
+ *     one case without a bias. The experts chosen must be hy_moe_route's, in its order,
+ *     except where the CPU's two candidates are within 1e-5 (a near-tie of s + bias that
+ *     expf's few-ulp difference may swap; counted and printed, none expected); weights
+ *     within 1e-5 relative (k sigmoid values of a few ulps each, one sum, one division).
+ *     The grouping must be hy_moe_group's of the same ids exactly: off, rows, and sel
+ *     (rows[sel[i]] the token of pair i, places in CPU order), act the experts with tokens.
+ *   gate_up / down: every place of every active expert against double sums over the
+ *     weights as the device holds them (bf16 values; quant blocks dequantized d*q, exact):
+ *     |dot error| <= (cols + 32)·U·S', U = 2^-24, S' = Σ|x_c w_c| (float32 products and
+ *     sums of exactly dequantized weights, as qmatmul.h's GEMV bound); gate_up's
+ *     silu(g)·u then within 1.1·(|u|·Bg + |silu(g)|·Bu) + 8·U·|silu(g)·u| (silu' <= 1.1;
+ *     expf, the add, the division and the product: about 5 ulps of the result).
+ *     Outputs are poisoned with NaN first.
+ *   combine: the CPU's order and roundings (places ascending, product then add): the
+ *     same bits.
+ * Exits 77 without a CUDA device. */
+#include "backend/cpu/moe.h"
+#include "backend/cuda/cuda.h"
+#include "test.h"
+#include "backend/cuda/cuda_test_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define U (1.0 / 16777216.0)
+
+static int n_cases, n_near;
+static double worst_route_w, worst_gu, worst_dn;
+
+/* Device buffers of a routing for T tokens, k choices, E experts. */
+struct droute {
+    struct hy_moe_route r;
+};
+
+static void *dalloc(struct hy_backend *be, size_t bytes)
+{
+    void *p = be->i->alloc(be, bytes);
+    HY_ASSERT(p);
+    return p;
+}
+
+static void route_alloc(struct hy_backend *be, struct hy_moe_route *r, int T, int E, int k)
+{
+    const size_t P = (size_t)T * (size_t)k;
+    r->ids = dalloc(be, P * 4);
+    r->rows = dalloc(be, P * 4);
+    r->sel = dalloc(be, P * 4);
+    r->w = dalloc(be, P * 4);
+    r->off = dalloc(be, (size_t)(E + 1) * 4);
+    r->act = dalloc(be, (size_t)(E + 1) * 4);
+}
+
+static void route_free(struct hy_backend *be, struct hy_moe_route *r)
+{
+    void *p[] = {r->ids, r->rows, r->sel, r->w, r->off, r->act};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        be->i->free(be, p[i]);
+}
+
+/* Host copies of a device routing. */
+struct hroute {
+    int32_t *ids, *rows, *sel, *off, *act;
+    float *w;
+};
+
+static void route_get(struct hy_backend *be, struct hroute *h, const struct hy_moe_route *r,
+                      int T, int E, int k)
+{
+    const size_t P = (size_t)T * (size_t)k;
+    h->ids = malloc(P * 4), h->rows = malloc(P * 4), h->sel = malloc(P * 4);
+    h->w = malloc(P * 4), h->off = malloc((size_t)(E + 1) * 4), h->act = malloc((size_t)(E + 1) * 4);
+    HY_ASSERT(h->ids && h->rows && h->sel && h->w && h->off && h->act);
+    be->i->download(be, h->ids, r->ids, P * 4);
+    be->i->download(be, h->rows, r->rows, P * 4);
+    be->i->download(be, h->sel, r->sel, P * 4);
+    be->i->download(be, h->w, r->w, P * 4);
+    be->i->download(be, h->off, r->off, (size_t)(E + 1) * 4);
+    be->i->download(be, h->act, r->act, (size_t)(E + 1) * 4);
+}
+
+static void route_hfree(struct hroute *h)
+{
+    free(h->ids), free(h->rows), free(h->sel), free(h->w), free(h->off), free(h->act);
+}
+
+static float sigm(float z)
+{
+    return 1.0f / (1.0f + expf(-z));
+}
+
+/* Random logits on a grid of 1/8 in [-5, 5] (never 0: the grid is offset by 1/16), with
+ * ties planted; bias (when not NULL) on a grid of 1/32. Routes on the device into r. */
+static void make_routing(struct hy_backend *be, struct rng *rg, struct hy_moe_route *r,
+                         float *logits, float *bias, int T, int E, int k, float scale)
+{
+    for (int i = 0; i < T * E; i++)
+        logits[i] = floorf(rng_unit(rg) * 40.0f) / 8.0f + 1.0f / 16.0f;
+    if (bias)
+        for (int e = 0; e < E; e++)
+            bias[e] = floorf(rng_unit(rg) * 8.0f) / 32.0f + 1.0f / 64.0f;
+    for (int t = 0; t < T; t += 3) { /* exact ties: expert a copied to b (logit and bias) */
+        int a = (int)(rng_next(rg) % (uint64_t)E), b = (int)(rng_next(rg) % (uint64_t)E);
+        logits[t * E + b] = logits[t * E + a];
+        if (bias && t % 2 == 0)
+            bias[b] = bias[a];
+    }
+    float *dl = dalloc(be, (size_t)(T * E) * 4), *db = NULL;
+    be->i->upload(be, dl, logits, (size_t)(T * E) * 4);
+    if (bias) {
+        db = dalloc(be, (size_t)E * 4);
+        be->i->upload(be, db, bias, (size_t)E * 4);
+    }
+    be->i->moe_route(be, r, dl, db, T, E, k, scale);
+    be->i->free(be, dl);
+    be->i->free(be, db);
+}
+
+static void route_case(struct hy_backend *be, struct rng *rg, int T, int E, int k, bool with_bias)
+{
+    const float scale = 2.826f;
+    float *logits = malloc((size_t)(T * E) * 4), *bias = with_bias ? malloc((size_t)E * 4) : NULL;
+    int32_t *ids = malloc((size_t)(T * k) * 4), *off = malloc((size_t)(E + 1) * 4);
+    int32_t *rows = malloc((size_t)(T * k) * 4);
+    float *w = malloc((size_t)(T * k) * 4), *rw = malloc((size_t)(T * k) * 4);
+    HY_ASSERT(logits && (bias || !with_bias) && ids && off && rows && w && rw);
+    struct hy_moe_route r;
+    route_alloc(be, &r, T, E, k);
+    make_routing(be, rg, &r, logits, bias, T, E, k, scale);
+    struct hroute h;
+    route_get(be, &h, &r, T, E, k);
+    hy_moe_route(logits, bias, T, E, k, scale, ids, w);
+    int bad = 0;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < k; j++) {
+            const int i = t * k + j, a = ids[i], b = h.ids[i];
+            if (a == b) {
+                worst_route_w = fmax(worst_route_w, fabs(h.w[i] - w[i]) / fabs(w[i]));
+                continue;
+            }
+            if (b < 0 || b >= E) {
+                bad++;
+                continue;
+            }
+            const float ca = sigm(logits[t * E + a]) + (bias ? bias[a] : 0.0f);
+            const float cb = sigm(logits[t * E + b]) + (bias ? bias[b] : 0.0f);
+            if (fabsf(ca - cb) <= 1e-5f)
+                n_near++;
+            else
+                bad++;
+        }
+    CHECKF(bad == 0, "route T=%d E=%d k=%d: %d choices differ from the CPU's", T, E, k, bad);
+    /* the grouping of the device's own ids, as the CPU groups them */
+    hy_moe_group(h.ids, h.w, T, k, E, off, rows, rw);
+    int gbad = 0, n_act = 0;
+    for (int e = 0; e <= E; e++)
+        gbad += off[e] != h.off[e];
+    for (int i = 0; i < T * k; i++)
+        gbad += rows[i] != h.rows[i] || h.sel[i] < 0 || h.sel[i] >= T * k ||
+                h.rows[h.sel[i]] != i / k || h.ids[i] < 0 || h.ids[i] >= E ||
+                h.sel[i] < off[h.ids[i]] || h.sel[i] >= off[h.ids[i] + 1];
+    for (int e = 0; e < E; e++)
+        if (off[e + 1] > off[e])
+            gbad += h.act[1 + n_act++] != e;
+    gbad += h.act[0] != n_act;
+    /* places in the CPU's order: each expert's pairs by pair index */
+    for (int i = 0; i < T * k; i++)
+        for (int i2 = i + 1; i2 < T * k; i2++)
+            if (h.ids[i2] == h.ids[i])
+                gbad += h.sel[i2] <= h.sel[i];
+    CHECKF(gbad == 0, "group T=%d E=%d k=%d: %d entries differ from hy_moe_group's", T, E, k,
+           gbad);
+    CHECKF(worst_route_w <= 1e-5, "route T=%d E=%d k=%d: weights off by %.3g relative", T, E, k,
+           worst_route_w);
+    route_hfree(&h);
+    route_free(be, &r);
+    free(logits), free(bias), free(ids), free(off), free(rows), free(w), free(rw);
+    n_cases++;
+}
+
+/* E random experts [rows, cols] of dtype dt (host block layout) and their values as the
+ * device holds them (bf16-rounded, or dequantized). */
+static void make_experts(struct rng *rg, enum hy_dtype dt, int E, int64_t rows, int64_t cols,
+                         struct hy_weight *ws, float **vals, void **host)
+{
+    const enum hy_dtype st = dt == HY_DTYPE_BF16 ? HY_DTYPE_BF16 : dt;
+    const size_t rb = hy_dtype_row_bytes(st, cols);
+    unsigned char *all = malloc((size_t)E * rb * (size_t)rows);
+    float *v = malloc((size_t)E * (size_t)(rows * cols) * 4);
+    HY_ASSERT(all && v);
+    for (int e = 0; e < E; e++) {
+        void *w = ct_make_qweight(rg, st, rows, cols, 32);
+        memcpy(all + (size_t)e * rb * (size_t)rows, w, rb * (size_t)rows);
+        free(w);
+        ws[e] = (struct hy_weight){st, rows, cols, all + (size_t)e * rb * (size_t)rows};
+        hy_dtype_to_f32(v + (size_t)e * (size_t)(rows * cols), ws[e].data, st,
+                        (size_t)(rows * cols));
+    }
+    *vals = v;
+    *host = all;
+}
+
+/* dot of x and w over n in double, and S' = sum |x w|. */
+static double ddot(const float *x, const float *w, int64_t n, double *sabs)
+{
+    double s = 0, a = 0;
+    for (int64_t c = 0; c < n; c++) {
+        s += (double)x[c] * w[c];
+        a += fabs((double)x[c] * w[c]);
+    }
+    *sabs = a;
+    return s;
+}
+
+static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt, int T, int E,
+                         int k, int64_t F, int64_t d)
+{
+    struct hy_weight *g = malloc((size_t)E * 3 * sizeof *g), *u = g + E, *dn = g + 2 * E;
+    float *gv, *uv, *dv;
+    void *gh, *uh, *dh;
+    HY_ASSERT(g);
+    make_experts(rg, dt, E, F, d, g, &gv, &gh);
+    make_experts(rg, dt, E, F, d, u, &uv, &uh);
+    make_experts(rg, dt, E, d, F, dn, &dv, &dh);
+    struct hy_err err = {{0}};
+    CHECKF(be->i->weight_upload_n(be, g, E, &err) == HY_OK &&
+               be->i->weight_upload_n(be, u, E, &err) == HY_OK &&
+               be->i->weight_upload_n(be, dn, E, &err) == HY_OK,
+           "%s", err.msg);
+    CHECK(be->i->moe_takes(g[0].dtype));
+    const int P = T * k;
+    float *logits = malloc((size_t)(T * E) * 4), *x = malloc((size_t)(T * d) * 4);
+    float *act = malloc((size_t)P * (size_t)F * 4), *y = malloc((size_t)P * (size_t)d * 4);
+    HY_ASSERT(logits && x && act && y);
+    for (int64_t i = 0; i < T * d; i++)
+        x[i] = ldexpf(rng_unit(rg), (int)(i % 5) - 2);
+    struct hy_moe_route r;
+    route_alloc(be, &r, T, E, k);
+    make_routing(be, rg, &r, logits, NULL, T, E, k, 1.0f);
+    float *dx = dalloc(be, (size_t)(T * d) * 4), *dact = dalloc(be, (size_t)P * (size_t)F * 4);
+    float *dy = dalloc(be, (size_t)P * (size_t)d * 4);
+    for (int64_t i = 0; i < (int64_t)P * F; i++)
+        act[i] = NAN;
+    for (int64_t i = 0; i < (int64_t)P * d; i++)
+        y[i] = NAN;
+    be->i->upload(be, dx, x, (size_t)(T * d) * 4);
+    be->i->upload(be, dact, act, (size_t)P * (size_t)F * 4);
+    be->i->upload(be, dy, y, (size_t)P * (size_t)d * 4);
+    be->i->moe_gate_up(be, dact, dx, &g[0], &u[0], E, &r, T, k);
+    be->i->moe_down(be, dy, dact, &dn[0], E, &r, T, k);
+    be->i->download(be, act, dact, (size_t)P * (size_t)F * 4);
+    be->i->download(be, y, dy, (size_t)P * (size_t)d * 4);
+    struct hroute h;
+    route_get(be, &h, &r, T, E, k);
+    int bad = 0;
+    for (int e = 0; e < E; e++)
+        for (int p = h.off[e]; p < h.off[e + 1]; p++) {
+            const float *xr = x + (int64_t)h.rows[p] * d;
+            for (int64_t o = 0; o < F; o++) {
+                double sg, su;
+                const double gg = ddot(xr, gv + ((int64_t)e * F + o) * d, d, &sg);
+                const double uu = ddot(xr, uv + ((int64_t)e * F + o) * d, d, &su);
+                const double bg = (double)(d + 32) * U * sg, bu = (double)(d + 32) * U * su;
+                const double silu = gg / (1.0 + exp(-gg)), want = silu * uu;
+                const double lim = 1.1 * (fabs(uu) * bg + fabs(silu) * bu) + 8 * U * fabs(want);
+                const double got = act[(int64_t)p * F + o], e1 = fabs(got - want);
+                bad += !(e1 <= lim);
+                worst_gu = fmax(worst_gu, e1 / fmax(lim, 1e-300));
+            }
+            for (int64_t o = 0; o < d; o++) {
+                double sa;
+                const double want = ddot(act + (int64_t)p * F, dv + ((int64_t)e * d + o) * F, F, &sa);
+                const double lim = (double)(F + 32) * U * sa;
+                const double got = y[(int64_t)p * d + o], e1 = fabs(got - want);
+                bad += !(e1 <= lim);
+                worst_dn = fmax(worst_dn, e1 / fmax(lim, 1e-300));
+            }
+        }
+    CHECKF(bad == 0, "experts %s T=%d E=%d k=%d F=%lld d=%lld: %d values out of bounds",
+           hy_dtype_name(dt), T, E, k, (long long)F, (long long)d, bad);
+    route_hfree(&h);
+    route_free(be, &r);
+    be->i->free(be, dx), be->i->free(be, dact), be->i->free(be, dy);
+    be->i->free(be, (void *)g[0].data), be->i->free(be, (void *)u[0].data);
+    be->i->free(be, (void *)dn[0].data);
+    free(gv), free(uv), free(dv), free(gh), free(uh), free(dh), free(g);
+    free(logits), free(x), free(act), free(y);
+    n_cases++;
+}
+
+static void combine_case(struct hy_backend *be, struct rng *rg, int T, int E, int k, int64_t d)
+{
+    const int P = T * k;
+    float *logits = malloc((size_t)(T * E) * 4), *acc = malloc((size_t)(T * d) * 4);
+    float *y = malloc((size_t)P * (size_t)d * 4), *out = malloc((size_t)(T * d) * 4);
+    HY_ASSERT(logits && acc && y && out);
+    for (int64_t i = 0; i < T * d; i++)
+        acc[i] = rng_unit(rg);
+    for (int64_t i = 0; i < (int64_t)P * d; i++)
+        y[i] = ldexpf(rng_unit(rg), (int)(i % 7) - 3);
+    struct hy_moe_route r;
+    route_alloc(be, &r, T, E, k);
+    make_routing(be, rg, &r, logits, NULL, T, E, k, 2.826f);
+    float *dacc = dalloc(be, (size_t)(T * d) * 4), *dy = dalloc(be, (size_t)P * (size_t)d * 4);
+    be->i->upload(be, dacc, acc, (size_t)(T * d) * 4);
+    be->i->upload(be, dy, y, (size_t)P * (size_t)d * 4);
+    be->i->moe_combine(be, dacc, dacc, dy, &r, T, k, d); /* out == acc allowed */
+    be->i->download(be, out, dacc, (size_t)(T * d) * 4);
+    struct hroute h;
+    route_get(be, &h, &r, T, E, k);
+    int bad = 0;
+    for (int t = 0; t < T; t++)
+        for (int64_t c = 0; c < d; c++) {
+            float v = acc[t * d + c];
+            for (int p = 0; p < P; p++) /* places ascending: the CPU's order */
+                for (int j = 0; j < k; j++)
+                    if (h.sel[t * k + j] == p) {
+                        volatile float prod = h.w[t * k + j] * y[(int64_t)p * d + c];
+                        v = v + prod;
+                    }
+            bad += memcmp(&v, &out[t * d + c], sizeof v) != 0;
+        }
+    CHECKF(bad == 0, "combine T=%d E=%d k=%d d=%lld: %d values differ from the CPU's bits", T, E,
+           k, (long long)d, bad);
+    route_hfree(&h);
+    route_free(be, &r);
+    be->i->free(be, dacc), be->i->free(be, dy);
+    free(logits), free(acc), free(y), free(out);
+    n_cases++;
+}
+
+int main(void)
+{
+    if (!hy_cuda_available()) {
+        fprintf(stderr, "no CUDA device: skipping\n");
+        return 77;
+    }
+    struct rng rg = {0xbb67ae8584caa73bull};
+    struct hy_backend *be = NULL;
+    struct hy_err err = {{0}};
+    CHECKF(hy_cuda_backend_create(&be, 0, &err) == HY_OK, "%s", err.msg);
+    if (!be)
+        return test_result();
+    CHECK(be->i->moe_route && be->i->moe_gate_up && be->i->moe_down && be->i->moe_combine &&
+          be->i->weight_upload_n && be->i->moe_takes);
+    static const int rc[][3] = {{1, 8, 2}, {5, 8, 2}, {3, 8, 8}, {33, 128, 8}, {64, 128, 8},
+                                {17, 40, 5}, {9, 1024, 8}, {200, 128, 8}};
+    for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++)
+        route_case(be, &rg, rc[i][0], rc[i][1], rc[i][2], i != 2);
+    static const enum hy_dtype dts[] = {HY_DTYPE_BF16, HY_DTYPE_Q8_0, HY_DTYPE_Q4_0,
+                                        HY_DTYPE_Q4_G128};
+    static const int ec[][5] = {/* T, E, k, F, d */
+                                {1, 8, 2, 32, 64},    {4, 8, 2, 40, 128},
+                                {13, 16, 4, 96, 256}, {70, 32, 4, 64, 384},
+                                {6, 8, 2, 128, 256}};
+    for (size_t ti = 0; ti < sizeof dts / sizeof dts[0]; ti++)
+        for (size_t i = 0; i < sizeof ec / sizeof ec[0]; i++) {
+            const int64_t F = ec[i][3], d = ec[i][4], B = hy_dtype_block_elems(dts[ti]);
+            if (F % B == 0 && d % B == 0)
+                experts_case(be, &rg, dts[ti], ec[i][0], ec[i][1], ec[i][2], F, d);
+        }
+    combine_case(be, &rg, 1, 8, 2, 64);
+    combine_case(be, &rg, 37, 128, 8, 2048);
+    be->i->destroy(be);
+    fprintf(stderr, "%d cases; route weights worst %.3g relative, %d near-tie swaps; experts "
+            "worst error/bound gate_up %.3g, down %.3g\n",
+            n_cases, worst_route_w, n_near, worst_gu, worst_dn);
+    return test_result();
+}
