@@ -10,9 +10,11 @@
 #define GEMV_MAX_T 0
 #define hy_cuda_matmul_bf16 bench_matmul_cublas
 #define hy_cuda_matmul_f32 bench_matmul_f32_unused
+#define hy_cuda_matmul_bf16_fused bench_matmul_fused_unused
 #include "../src/backend/cuda/matmul.cu"
 #undef hy_cuda_matmul_bf16
 #undef hy_cuda_matmul_f32
+#undef hy_cuda_matmul_bf16_fused
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +84,10 @@ __global__ void fill(uint16_t *w, int64_t n, uint32_t seed)
 int main(void)
 {
     static const int64_t shapes[][2] = {
-        {4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}, {128168, 4096}};
-    static const char *names[] = {"q/o", "k/v", "gate/up", "down", "head"};
+        {4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}, {128168, 4096},
+        {6144, 4096}, {28672, 4096}};
+    static const char *names[] = {"q/o", "k/v", "gate/up", "down", "head", "q+k+v fused",
+                                  "gate+up fused"};
     static const int Ts[] = {1, 2, 4, 5, 8, 16, 64, 256, 2048};
     struct call c;
     const int64_t maxw = 128168 * 4096, maxx = 2048 * 14336, maxo = 2048 * (int64_t)128168;
@@ -104,7 +108,7 @@ int main(void)
     HY_CUDA_CHECK(cudaStreamSynchronize(c.st));
     printf("| shape | rows x cols | T | default us | cuBLAS us | bimm us | default GB/s | "
            "bimm GB/s | default TFLOP/s | bimm TFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int s = 0; s < 5; s++)
+    for (int s = 0; s < 7; s++)
         for (int ti = 0; ti < 9; ti++) {
             c.rows = shapes[s][0];
             c.cols = shapes[s][1];

@@ -197,6 +197,21 @@ struct hy_backend_i {
     void (*moe_combine)(struct hy_backend *be, float *out, const float *acc, const float *y,
                         const struct hy_moe_route *r, int T, int k, int64_t d);
     bool (*moe_takes)(enum hy_dtype dt);
+    /* (optional) Moves n (2..4) uploaded weights of one dtype and cols into one allocation,
+     * one after another in the order given, so that matmul_n / matmul_glu can take them in
+     * one product; each ws[i]->data then points into it, and free(be, ws[i]->data) of all n
+     * releases it (the last one frees it). false: nothing changed (a dtype or padding it
+     * does not fuse, or no memory); the weights then work as before, one product each. */
+    bool (*weight_fuse)(struct hy_backend *be, struct hy_weight *const *ws, int n);
+    /* (optional) outs[i] = x · ws[i]ᵀ for i < n (n <= 4; the ws share cols), as n matmul
+     * calls up to float rounding; one product when the weights were fused. No out overlaps
+     * x. */
+    void (*matmul_n)(struct hy_backend *be, float *const *outs, const float *x,
+                     const struct hy_weight *const *ws, int n, int T);
+    /* (optional) out = silu(x · gateᵀ) * (x · upᵀ), as matmul, matmul, silu_mul up to float
+     * rounding; tmp ([T, up.rows]) is the op's to overwrite. out, tmp and x do not overlap. */
+    void (*matmul_glu)(struct hy_backend *be, float *out, float *tmp, const float *x,
+                       const struct hy_weight *gate, const struct hy_weight *up, int T);
 };
 
 struct hy_backend {

@@ -98,9 +98,15 @@ static void attn_block(const struct step *st, int il)
 
     norm_in(st, &l->attn_norm, st->fuse && il > 0);
     dump(st, "attn_norm", il, s->h, T, d);
-    op->matmul(be, s->q, s->h, &l->wq, T); /* [T, H*hd] */
-    op->matmul(be, s->k, s->h, &l->wk, T); /* [T, Hkv*hd] */
-    op->matmul(be, s->v, s->h, &l->wv, T); /* [T, Hkv*hd] */
+    if (op->matmul_n) { /* one product where the backend fused the three (weight_fuse) */
+        float *outs[3] = {s->q, s->k, s->v};
+        const struct hy_weight *ws[3] = {&l->wq, &l->wk, &l->wv};
+        op->matmul_n(be, outs, s->h, ws, 3, T);
+    } else {
+        op->matmul(be, s->q, s->h, &l->wq, T); /* [T, H*hd] */
+        op->matmul(be, s->k, s->h, &l->wk, T); /* [T, Hkv*hd] */
+        op->matmul(be, s->v, s->h, &l->wv, T); /* [T, Hkv*hd] */
+    }
     rope_norm_store(st, il);
     op->attention(be, s->att, s->q, st->kv->k[il], st->kv->v[il], st->kv->block_size, s->aseqs,
                   st->n_seqs, H, Hkv, hd, 1.0f / sqrtf((float)hd));
@@ -126,9 +132,13 @@ static void ffn_block(const struct step *st, int il)
     if (l->moe) {
         hy_v3_moe_block(st->m, s, il, T); /* [T, d] */
     } else {
-        op->matmul(be, s->gate, s->h, &l->w_gate, T); /* [T, F] */
-        op->matmul(be, s->up, s->h, &l->w_up, T);     /* [T, F] */
-        op->silu_mul(be, s->gate, s->gate, s->up, (int64_t)T * F);
+        if (op->matmul_glu) {
+            op->matmul_glu(be, s->gate, s->up, s->h, &l->w_gate, &l->w_up, T);
+        } else {
+            op->matmul(be, s->gate, s->h, &l->w_gate, T); /* [T, F] */
+            op->matmul(be, s->up, s->h, &l->w_up, T);     /* [T, F] */
+            op->silu_mul(be, s->gate, s->gate, s->up, (int64_t)T * F);
+        }
         op->matmul(be, s->h, s->gate, &l->w_down, T); /* [T, d] */
     }
     dump(st, "ffn_out", il, s->h, T, d);

@@ -226,6 +226,29 @@ static hy_status upload_weights(struct hy_model *m, struct hy_err *err)
     return s;
 }
 
+/* Backends that can (weight_fuse) get each layer's q/k/v and gate/up in one allocation
+ * each, for one product (matmul_n, matmul_glu). Best effort: a group left apart (a dtype the
+ * backend does not fuse, a weight shared with another model, no memory) is multiplied
+ * apart, as before. */
+static void fuse_weights(struct hy_model *m)
+{
+    struct hy_backend *be = m->be;
+    if (!be->i->weight_fuse || !m->weights_uploaded)
+        return;
+    int n = 0;
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        struct hy_layer_weights *l = &m->layers[i];
+        struct hy_weight *qkv[3] = {&l->wq, &l->wk, &l->wv}, *gu[2] = {&l->w_gate, &l->w_up};
+        if (!hy_model_is_shared(m, qkv[0]) && !hy_model_is_shared(m, qkv[1]) &&
+            !hy_model_is_shared(m, qkv[2]))
+            n += be->i->weight_fuse(be, qkv, 3);
+        if (!l->moe && !hy_model_is_shared(m, gu[0]) && !hy_model_is_shared(m, gu[1]))
+            n += be->i->weight_fuse(be, gu, 2);
+    }
+    if (n)
+        HY_LOGI("%d weight groups fused (q/k/v, gate/up) on the %s backend", n, be->i->name);
+}
+
 static void free_weights(struct hy_model *m)
 {
     int cap = 3 + 11 * (int)m->cfg.num_hidden_layers;
@@ -523,6 +546,8 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
         s = quantize_weights(m, quant == HY_DTYPE_F8_E4M3 ? HY_DTYPE_F32 : quant, err);
     if (!s && !hyv3)
         s = upload_weights(m, err);
+    if (!s && !hyv3)
+        fuse_weights(m);
     if (!s && hyv3 && be->i->weight_upload) /* its experts stacked for the grouped ops */
         s = hy_v3_upload(m, err);
     if (!s && (m->weights_uploaded || m->v3dev)) {

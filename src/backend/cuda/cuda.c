@@ -49,7 +49,7 @@ static void cuda_free(struct hy_backend *be, void *p)
     for (int i = 0; i < c->n_padded; i++) /* the address may come back unpadded */
         if (c->padded[i] == p)
             c->padded[i--] = c->padded[--c->n_padded];
-    if (p)
+    if (p && !hy_cuda_fused_free(c, p))
         HY_CUDA_CHECK(cudaFree(p));
 }
 
@@ -350,7 +350,7 @@ static void cuda_rope(struct hy_backend *be, float *x, const int32_t *pos, int T
 }
 
 /* New tokens of a sequence from which its rows go to the tensor-core kernel
- * (attention_tc.cu; tf32 operands) rather than the float32 one: prefill chunks. */
+ * (attention_tc.cu; bf16 operands) rather than the float32 one: prefill chunks. */
 #define ATT_TC_MIN 16
 
 /* Stages, per tile of query rows (one decode row, or up to rows_per_tile prefill rows of
@@ -560,6 +560,7 @@ static void cuda_destroy(struct hy_backend *be)
             HY_CUDA_CHECK(cudaFreeHost(c->stage_h));
         if (c->stream)
             HY_CUDA_CHECK(cudaStreamDestroy(c->stream));
+        free(c->fused); /* the weights' owners free the allocations */
         free(c);
     }
     free(be);
@@ -629,6 +630,9 @@ static const struct hy_backend_i cuda_iface = {
     .moe_down = hy_cuda_op_moe_down,
     .moe_combine = hy_cuda_op_moe_combine,
     .moe_takes = hy_cuda_moe_takes,
+    .weight_fuse = hy_cuda_weight_fuse,
+    .matmul_n = hy_cuda_matmul_n,
+    .matmul_glu = hy_cuda_matmul_glu,
 };
 
 /* Memory is decided at start-up, but the CUDA runtime loads a kernel's code into device

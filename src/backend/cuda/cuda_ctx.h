@@ -80,6 +80,10 @@ struct cuda_ctx {
     bool invariant;
     float *bi_part;
     bool kv_bf16; /* the KV pool's elements (kv_dtype op): bf16, else float32 */
+    /* fuse.c: allocations that hold fused weights (weight_fuse), each freed when the last
+     * of its refs members is */
+    struct hy_cuda_fused { char *base; size_t bytes; int refs; } *fused;
+    int n_fused, fused_cap;
 };
 
 /* The backend's context, with its device made current for this host thread (the runtime's
@@ -96,6 +100,15 @@ static inline bool hy_cuda_replaying(const struct cuda_ctx *c)
 {
     return c->mode == STEP_REPLAY;
 }
+
+/* fuse.c: the weight_fuse, matmul_n and matmul_glu ops; hy_cuda_fused_free takes p when it
+ * lies in a fused allocation (and frees that with its last member), else returns false. */
+bool hy_cuda_weight_fuse(struct hy_backend *be, struct hy_weight *const *ws, int n);
+void hy_cuda_matmul_n(struct hy_backend *be, float *const *outs, const float *x,
+                      const struct hy_weight *const *ws, int n, int T);
+void hy_cuda_matmul_glu(struct hy_backend *be, float *out, float *tmp, const float *x,
+                        const struct hy_weight *gate, const struct hy_weight *up, int T);
+bool hy_cuda_fused_free(struct cuda_ctx *c, void *p);
 
 /* stage.c: the ring (see each function) and the step_begin / step_end / step_forget ops. */
 int32_t *hy_cuda_stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev);

@@ -85,7 +85,7 @@ void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const void *
 int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
 /* attention_tc.cu: the same for prefill tiles of up to hy_cuda_attention_tc_rows() rows
  * (info as above, every tile's rows consecutive rows of one sequence), on the tensor cores
- * (tf32 operands, float32 softmax and sums), for head sizes where hy_cuda_attention_tc_ok;
+ * (bf16 operands, float32 softmax and sums), for head sizes where hy_cuda_attention_tc_ok;
  * hy_cuda_attention_tc_setup() once per device before the first call (shared memory). */
 void hy_cuda_attention_tc(cudaStream_t st, float *out, const float *q, const void *k_pool,
                           const void *v_pool, bool bf16, int bs, const int32_t *info, const int32_t *blocks,
@@ -116,6 +116,19 @@ struct hy_cuda_mm_scratch {
 bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                          const uint16_t *w, int64_t rows, int64_t cols, int T, bool w_padded,
                          bool x_ready, const struct hy_cuda_mm_scratch *s);
+
+/* matmul.cu: the products of x[T, cols] with n (2..4) bf16 weights lying one after another
+ * on the device (w: the first; rows[i] rows each, R = Σ rows[i]) as one GEMM of R rows per
+ * chunk of x's rows (as many as s->cbuf holds at R floats a row) into s->cbuf, then one
+ * kernel that splits the chunk into outs[i] ([T, rows[i]]), or with glu (n == 2, equal rows)
+ * writes outs[0] = silu(first) * second (as silu_mul). Enqueues nothing and returns false
+ * when it does not apply: T in the decode GEMV's range (separate GEMVs are faster there and
+ * keep those rows' results as they were), or cbuf smaller than a row. Else returns true,
+ * with *xbf_holds_x as hy_cuda_matmul_bf16's result (x_ready likewise). */
+bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas, float *const *outs,
+                               const float *x, const uint16_t *w, const int64_t *rows, int n,
+                               int64_t cols, int T, bool glu, bool x_ready, bool *xbf_holds_x,
+                               const struct hy_cuda_mm_scratch *s);
 
 /* Enqueues rows r0 .. r0+nr-1 of the weight w (the launcher's own description of it),
  * dequantized to bf16, into dst [nr_pad, cols]; rows nr .. nr_pad-1 zero. */

@@ -170,3 +170,89 @@ extern "C" void hy_cuda_matmul_f32(cudaStream_t st, cublasHandle_t blas, float *
     HY_CUBLAS_CHECK(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, T, (int)cols, &alpha,
                                 w, (int)cols, x, (int)cols, &beta, out, (int)rows));
 }
+
+/* Fused products (hy_cuda_matmul_bf16_fused): the chunk's [n, R] outputs in cbuf go to their
+ * n destinations; column c of a row belongs to the weight i with end[i-1] <= c < end[i]. */
+#define FUSED_MAX 4
+#define FUSED_THREADS 256
+struct fused_split {
+    float *out[FUSED_MAX];
+    int64_t end[FUSED_MAX]; /* running sums of the rows */
+    int n;
+    int64_t R;
+};
+
+static __global__ void fused_split_kernel(struct fused_split a, const float *buf, int64_t total)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / a.R, c = i % a.R;
+        int64_t lo = 0, hi = a.end[0];
+        float *o = a.out[0];
+#pragma unroll
+        for (int k = 1; k < FUSED_MAX; k++)
+            if (k < a.n && c >= hi) {
+                lo = hi;
+                hi = a.end[k];
+                o = a.out[k];
+            }
+        o[t * (hi - lo) + (c - lo)] = buf[i];
+    }
+}
+
+/* out[t, j] = silu(buf[t, j]) * buf[t, F + j]: silu_mul's expression, on the fused halves */
+static __global__ void fused_glu_kernel(float *out, const float *buf, int64_t F, int64_t total)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t t = i / F, j = i % F;
+        const float g = buf[t * 2 * F + j];
+        out[i] = g / (1.0f + expf(-g)) * buf[t * 2 * F + F + j];
+    }
+}
+
+static unsigned fused_blocks(int64_t n)
+{
+    int64_t b = (n + FUSED_THREADS - 1) / FUSED_THREADS;
+    return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b);
+}
+
+extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
+                                          float *const *outs, const float *x, const uint16_t *w,
+                                          const int64_t *rows, int n, int64_t cols, int T,
+                                          bool glu, bool x_ready, bool *xbf_holds_x,
+                                          const struct hy_cuda_mm_scratch *s)
+{
+    if (n < 2 || n > FUSED_MAX || T <= GEMV_MAX_T || (glu && (n != 2 || rows[0] != rows[1])))
+        return false;
+    struct fused_split a = {};
+    int64_t R = 0;
+    for (int i = 0; i < n; i++) {
+        R += rows[i];
+        a.out[i] = outs[i];
+        a.end[i] = R;
+    }
+    a.n = n, a.R = R;
+    const int64_t chunk = (int64_t)(s->cbuf_cap / (size_t)R);
+    if (chunk < 1 || R > INT32_MAX)
+        return false;
+    bool held = false;
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+        const int64_t m = T - t0 < chunk ? T - t0 : chunk;
+        /* past GEMV_MAX_T rows hy_cuda_matmul_bf16 is one cuBLAS GEMM (a chunk of x) */
+        held = hy_cuda_matmul_bf16(st, blas, s->cbuf, x + t0 * cols, w, R, cols, (int)m, false,
+                                   x_ready && chunk >= T, s) && chunk >= T;
+        if (glu) {
+            fused_glu_kernel<<<fused_blocks(m * rows[0]), FUSED_THREADS, 0, st>>>(
+                outs[0] + t0 * rows[0], s->cbuf, rows[0], m * rows[0]);
+        } else {
+            struct fused_split b = a;
+            for (int i = 0; i < n; i++)
+                b.out[i] = outs[i] + t0 * rows[i];
+            fused_split_kernel<<<fused_blocks(m * R), FUSED_THREADS, 0, st>>>(b, s->cbuf, m * R);
+        }
+        HY_CUDA_CHECK_LAUNCH();
+    }
+    *xbf_holds_x = held;
+    return true;
+}
