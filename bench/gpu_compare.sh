@@ -7,8 +7,11 @@
 # types in $TYPES, and measures every file with both programs:
 #   - batch-1 decode (64-token prompt, 128 new): `hymt bench --batch 1` decode tok/s per
 #     sequence, `llama-bench -p 0 -n 128` (flash attention, all layers on the GPU);
-#   - 64 concurrent, 64-token prompts, 128 new: `hymt bench --batch 64` total gen tok/s,
-#     `llama-batched-bench -npp 64 -ntg 128 -npl 64` S_TG;
+#   - 64 and 256 concurrent, 64-token prompts, 128 new: `hymt bench --batch 64,256` total
+#     gen tok/s, `llama-batched-bench -npp 64 -ntg 128 -npl 64,256` S_TG;
+#   - sentences, 64 concurrent, 48-token prompts, 32 new: `hymt bench --batch 64
+#     --prompt-len 48 --gen-len 32` total gen tok/s (prefill included), `llama-batched-bench
+#     -npp 48 -ntg 32 -npl 64` B x TG / T (its whole time, prefill included);
 #   - prefill of one 2048-token prompt: `hymt bench --prompt-len 2048` prompt tok/s,
 #     `llama-bench -p 2048 -n 0`;
 # plus hymt's own load-time formats (safetensors with --quant q8|q4|fp8), which llama.cpp
@@ -66,24 +69,31 @@ if has llama; then
     log "llama.cpp build ($(cat "$LSRC/COMMIT" 2>/dev/null || git -C "$LSRC" rev-parse HEAD 2>/dev/null)): exit $?"
 fi
 
-# hymt_row FILE|DIR NAME [ARGS]: batch-1 decode, 64-concurrent gen, 2048 prefill of hymt
+# hymt_row FILE|DIR NAME [ARGS]: batch-1 decode, 64- and 256-concurrent gen, 2048 prefill,
+# sentences of hymt
 hymt_row() {
     f=$1 n=$2; shift 2
-    timeout 200 "$B/hymt" bench -m "$f" --device cuda "$@" --batch 1,64 --prompt-len 64 \
+    timeout 200 "$B/hymt" bench -m "$f" --device cuda "$@" --batch 1,64,256 --prompt-len 64 \
         --gen-len 128 >"$OUT/hymt_$n.txt" 2>&1
+    timeout 120 "$B/hymt" bench -m "$f" --device cuda "$@" --batch 64 --prompt-len 48 \
+        --gen-len 32 >"$OUT/hymt_${n}_sent.txt" 2>&1
     timeout 120 "$B/hymt" bench -m "$f" --device cuda "$@" --batch 1 --prompt-len 2048 \
         --gen-len 4 >"$OUT/hymt_${n}_p2048.txt" 2>&1
     d1=$(awk -F'|' '$2+0 == 1 && $2 ~ /[0-9]/ { gsub(/ /, "", $5); print $5 }' "$OUT/hymt_$n.txt")
     d64=$(awk -F'|' '$2+0 == 64 && $2 ~ /[0-9]/ { gsub(/ /, "", $6); print $6 }' "$OUT/hymt_$n.txt")
+    d256=$(awk -F'|' '$2+0 == 256 && $2 ~ /[0-9]/ { gsub(/ /, "", $6); print $6 }' "$OUT/hymt_$n.txt")
+    ds=$(awk -F'|' '$2+0 == 64 && $2 ~ /[0-9]/ { gsub(/ /, "", $6); print $6 }' "$OUT/hymt_${n}_sent.txt")
     pp=$(awk -F'|' '$2+0 == 1 && $2 ~ /[0-9]/ { gsub(/ /, "", $4); print $4 }' "$OUT/hymt_${n}_p2048.txt")
     gib=$(awk -F'|' '$2+0 == 1 && $2 ~ /[0-9]/ { gsub(/ /, "", $9); print $9 }' "$OUT/hymt_$n.txt")
 }
-# llama_row GGUF NAME: the same three figures from llama-bench and llama-batched-bench
+# llama_row GGUF NAME: the same figures from llama-bench and llama-batched-bench
 llama_row() {
     timeout 200 "$LB/bin/llama-bench" -m "$1" -ngl 99 -fa 1 -p 2048 -n 128 -r 3 -o csv \
         >"$OUT/llama_$2.csv" 2>"$OUT/llama_$2.err"
-    timeout 200 "$LB/bin/llama-batched-bench" -m "$1" -ngl 99 -fa on -c 16384 -npp 64 -ntg 128 \
-        -npl 64 >"$OUT/llama_batched_$2.txt" 2>&1
+    timeout 300 "$LB/bin/llama-batched-bench" -m "$1" -ngl 99 -fa on -c 65536 -npp 64 -ntg 128 \
+        -npl 64,256 >"$OUT/llama_batched_$2.txt" 2>&1
+    timeout 120 "$LB/bin/llama-batched-bench" -m "$1" -ngl 99 -fa on -c 8192 -npp 48 -ntg 32 \
+        -npl 64 >"$OUT/llama_sent_$2.txt" 2>&1
     # avg_ts of the row with the given n_prompt/n_gen (columns found by the header)
     pick() {
         awk -F, -v p="$1" -v g="$2" 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); c[h] = i } next }
@@ -92,6 +102,9 @@ llama_row() {
     }
     ld1=$(pick 0 128 "$2") lpp=$(pick 2048 0 "$2")
     ld64=$(awk -F'|' '$4+0 == 64 && $2 ~ /[0-9]/ { gsub(/ /, "", $9); print $9 }' "$OUT/llama_batched_$2.txt")
+    ld256=$(awk -F'|' '$4+0 == 256 && $2 ~ /[0-9]/ { gsub(/ /, "", $9); print $9 }' "$OUT/llama_batched_$2.txt")
+    # columns: | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |
+    lds=$(awk -F'|' '$4+0 == 64 && $2 ~ /[0-9]/ && $10 + 0 > 0 { printf "%.1f", $4 * $3 / $10 }' "$OUT/llama_sent_$2.txt")
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
@@ -101,18 +114,18 @@ if has bench; then
         echo "# gpu_compare: 7b preset (random weights), $(date -u '+%Y-%m-%d %H:%M UTC'), hymt $(git rev-parse --short HEAD 2>/dev/null || echo '?'), llama.cpp $(cat "$LSRC/COMMIT" 2>/dev/null | cut -c1-10)"
         echo "# $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
         echo
-        echo "| weights | hymt decode b=1 tok/s | llama.cpp | ratio | hymt 64 concurrent gen tok/s | llama.cpp | ratio | hymt prefill 2048 tok/s | llama.cpp | ratio | hymt device GiB (b=1) |"
-        echo "|---|---|---|---|---|---|---|---|---|---|---|"
+        echo "| weights | hymt decode b=1 tok/s | llama.cpp | ratio | hymt 64 concurrent gen tok/s | llama.cpp | ratio | hymt 256 concurrent | llama.cpp | ratio | hymt prefill 2048 tok/s | llama.cpp | ratio | hymt sentences (48+32, 64) gen tok/s | llama.cpp | ratio | hymt device GiB (b=1) |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     } >"$T"
     for ty in $TYPES; do
         hymt_row "$G/hy7b-$ty.gguf" "$ty"
         llama_row "$G/hy7b-$ty.gguf" "$ty"
-        echo "| GGUF $ty | $d1 | $ld1 | $(ratio "$d1" "$ld1") | $d64 | $ld64 | $(ratio "$d64" "$ld64") | $pp | $lpp | $(ratio "$pp" "$lpp") | $gib |" >>"$T"
+        echo "| GGUF $ty | $d1 | $ld1 | $(ratio "$d1" "$ld1") | $d64 | $ld64 | $(ratio "$d64" "$ld64") | $d256 | $ld256 | $(ratio "$d256" "$ld256") | $pp | $lpp | $(ratio "$pp" "$lpp") | $ds | $lds | $(ratio "$ds" "$lds") | $gib |" >>"$T"
         log "$ty done"
     done
     for q in $HYMT_QUANTS; do
         if [ "$q" = none ]; then hymt_row "$M" st_bf16; else hymt_row "$M" "st_$q" --quant "$q"; fi
-        echo "| safetensors bf16 --quant $q | $d1 | - | - | $d64 | - | - | $pp | - | - | $gib |" >>"$T"
+        echo "| safetensors bf16 --quant $q | $d1 | - | - | $d64 | - | - | $d256 | - | - | $pp | - | - | $ds | - | - | $gib |" >>"$T"
         log "--quant $q done"
     done
     cat "$T"
