@@ -211,6 +211,25 @@ static void fast_matmul(struct hy_backend *be, float *out, const float *x,
     hy_cpu_matmul(ctx_of(be), out, x, w, T);
 }
 
+/* q/k/v, gate/up: one quantization of x and one pool call for decode (matmul.c) */
+static void fast_matmul_n(struct hy_backend *be, float *const *outs, const float *x,
+                          const struct hy_weight *const *ws, int n, int T)
+{
+    hy_cpu_matmul_multi(ctx_of(be), n, outs, x, ws, T);
+}
+
+static void fast_silu_mul(struct hy_backend *be, float *out, const float *gate, const float *up,
+                          int64_t n);
+
+static void fast_matmul_glu(struct hy_backend *be, float *out, float *tmp, const float *x,
+                            const struct hy_weight *gate, const struct hy_weight *up, int T)
+{
+    float *const outs[2] = {out, tmp};
+    const struct hy_weight *const ws[2] = {gate, up};
+    hy_cpu_matmul_multi(ctx_of(be), 2, outs, x, ws, T);
+    fast_silu_mul(be, out, out, tmp, (int64_t)T * up->rows);
+}
+
 /* Tokens [t0, t1): the reference's arithmetic, with cos/sin shared by all heads. */
 static void rope_slice(void *ctx, int64_t t0, int64_t t1, int tid)
 {
@@ -287,6 +306,8 @@ static const struct hy_backend_i fast_iface = {
     .embed = fast_embed,
     .rmsnorm = fast_rmsnorm,
     .matmul = fast_matmul,
+    .matmul_n = fast_matmul_n,
+    .matmul_glu = fast_matmul_glu,
     .rope = fast_rope,
     .attention = fast_attention,
     .kv_store = cpu_kv_store,

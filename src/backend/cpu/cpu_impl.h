@@ -226,6 +226,13 @@ struct hy_cpu_ctx {
 /* The threaded, SIMD ops of the fast backend (matmul.c, attention.c). */
 void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struct hy_weight *w,
                    int T);
+/* out[i] = x · w[i]ᵀ for i < n (n <= HY_CPU_MULTI_MAX, every w[i]->cols alike): the same
+ * results as n hy_cpu_matmul calls, bit for bit; decode-sized calls (T < the packed
+ * GEMM's) quantize x once and run all the weights' rows in one pool call, others run the
+ * n calls. */
+#define HY_CPU_MULTI_MAX 4
+void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const float *x,
+                         const struct hy_weight *const w[], int T);
 /* F16C through cpuid: clang before 16 has no __builtin_cpu_supports("f16c"). */
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

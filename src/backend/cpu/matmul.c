@@ -55,7 +55,7 @@ struct mm_job {
     int64_t rows, cols;
     enum hy_dtype dtype;
     const float *gs; /* [T, cols/128] hy_cpu_xq_half_sums (q_row_tokens) */
-    bool aux;        /* xq_aux holds q_prep's form of the slab's tokens */
+    unsigned char *aux; /* q_prep's form of the slab's tokens (in xq_aux), or NULL */
     int T;
     int64_t block_rows;
 };
@@ -66,7 +66,7 @@ static struct hy_cpu_xq xq_token(const struct mm_job *j, int t, int64_t c)
     const struct hy_cpu_ctx *x = j->xq;
     struct hy_cpu_xq v = {x->xq_q, x->xq_d, x->xq_s, x->xq_d8, NULL};
     if (j->aux) /* whole 128-value groups: cols is a multiple of 128 */
-        v.aux = x->xq_aux + (size_t)t * (size_t)(j->cols / 128) * HY_CPU_AUX_PER_128;
+        v.aux = j->aux + (size_t)t * (size_t)(j->cols / 128) * HY_CPU_AUX_PER_128;
     return hy_cpu_xq_at(&v, (int64_t)t * j->cols + c);
 }
 
@@ -328,6 +328,26 @@ static void quantize_tokens(void *ctx, int64_t t0, int64_t t1, int tid)
     }
 }
 
+/* Bytes of q_prep's form of n tokens of `cols` values for kernels k (0: none to make). */
+static size_t aux_bytes(const struct hy_cpu_mm_kernels *k, int64_t cols, int n)
+{
+    if (!k->q_prep || cols % 128 != 0)
+        return 0;
+    return (size_t)n * (size_t)(cols / 128) * HY_CPU_AUX_PER_128;
+}
+
+/* q_prep of the job's slab into aux (the engine thread: a few microseconds a token). */
+static void prep_tokens(struct mm_job *j, unsigned char *aux)
+{
+    if (!aux_bytes(j->k, j->cols, j->T))
+        return;
+    j->aux = aux;
+    for (int t = 0; t < j->T; t++) {
+        struct hy_cpu_xq xt = xq_token(j, t, 0);
+        j->k->q_prep((unsigned char *)xt.aux, &xt, j->cols);
+    }
+}
+
 void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struct hy_weight *w,
                    int T)
 {
@@ -355,14 +375,8 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
             };
             j.block_rows = (int64_t)(BLOCK_BYTES / j.chunk_bytes) & ~(int64_t)3;
             bool packed = k->q_pack && T >= PACK_MIN_TOKENS && w->cols % 128 == 0;
-            if (k->q_prep && !packed && w->cols % 128 == 0 &&
-                (size_t)n * (size_t)(w->cols / 128) * HY_CPU_AUX_PER_128 <= HY_CPU_AUX_BYTES) {
-                j.aux = true; /* the engine thread: a few microseconds a token */
-                for (int t = 0; t < n; t++) {
-                    struct hy_cpu_xq xt = xq_token(&j, t, 0);
-                    k->q_prep((unsigned char *)xt.aux, &xt, w->cols);
-                }
-            }
+            if (!packed && aux_bytes(k, w->cols, n) <= HY_CPU_AUX_BYTES)
+                prep_tokens(&j, c->xq_aux);
             if (packed) {
                 HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
                 j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
@@ -406,4 +420,95 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
         pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
     else
         hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
+}
+
+/* Several weights of one input in one pool call: the groups of all of them form one range
+ * that the balanced split cuts; each piece runs the range function its weight's own
+ * matmul would (so every row's arithmetic is the same as there). */
+struct multi_job {
+    int n;
+    struct mm_job j[HY_CPU_MULTI_MAX];
+    hy_pool_fn fn[HY_CPU_MULTI_MAX];
+    int64_t g0[HY_CPU_MULTI_MAX + 1]; /* first 4-row group of each weight in the range */
+};
+
+static void multi_range(void *ctx, int64_t a, int64_t b, int tid)
+{
+    const struct multi_job *m = ctx;
+    for (int i = 0; i < m->n; i++) {
+        int64_t lo = a > m->g0[i] ? a : m->g0[i], hi = b < m->g0[i + 1] ? b : m->g0[i + 1];
+        if (lo < hi)
+            m->fn[i]((void *)&m->j[i], lo - m->g0[i], hi - m->g0[i], tid);
+    }
+}
+
+/* Whether hy_cpu_matmul_multi can run the n weights together: the decode paths (q_dot,
+ * q_row_tokens) of one activation format, one slab, and every weight's prepared
+ * activations fitting xq_aux beside the others'. */
+static bool multi_fits(const struct hy_cpu_ctx *c, int n, const struct hy_weight *const w[], int T)
+{
+    if (n < 1 || n > HY_CPU_MULTI_MAX || T < 1 || T >= PACK_MIN_TOKENS)
+        return false;
+    int64_t cols = w[0]->cols;
+    const struct hy_cpu_mm_kernels *k0 = &c->k.mm[w[0]->dtype];
+    size_t aux = 0;
+    for (int i = 0; i < n; i++) {
+        HY_ASSERT(w[i]->dtype >= 0 && w[i]->dtype < HY_DTYPE_COUNT);
+        const struct hy_cpu_mm_kernels *k = &c->k.mm[w[i]->dtype];
+        int xb = k->xq_block ? k->xq_block : HY_CPU_XQ_BLOCK;
+        if (!k->q_dot || w[i]->cols != cols || w[i]->rows < 1 || cols % xb != 0 ||
+            xb != (k0->xq_block ? k0->xq_block : HY_CPU_XQ_BLOCK))
+            return false;
+        aux += aux_bytes(k, cols, T);
+    }
+    return (int64_t)T * cols <= HY_CPU_XQ_ELEMS && aux <= HY_CPU_AUX_BYTES;
+}
+
+void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const float *x,
+                         const struct hy_weight *const w[], int T)
+{
+    if (!multi_fits(c, n, w, T)) {
+        for (int i = 0; i < n; i++)
+            hy_cpu_matmul(c, out[i], x, w[i], T);
+        return;
+    }
+    int64_t cols = w[0]->cols;
+    const struct hy_cpu_mm_kernels *k0 = &c->k.mm[w[0]->dtype];
+    struct xq_job q = {c, x, cols, k0->xq_block ? k0->xq_block : HY_CPU_XQ_BLOCK};
+    hy_pool_for(c->pool, T, 4, quantize_tokens, &q);
+    struct multi_job m = {.n = n};
+    unsigned char *aux = c->xq_aux;
+    bool half_sums = false;
+    for (int i = 0; i < n; i++) {
+        const struct hy_cpu_mm_kernels *k = &c->k.mm[w[i]->dtype];
+        struct mm_job *j = &m.j[i];
+        *j = (struct mm_job){
+            .k = k,
+            .out = out[i],
+            .xq = c,
+            .w = w[i]->data,
+            .row_bytes = hy_dtype_row_bytes(w[i]->dtype, cols),
+            .chunk_bytes = hy_dtype_row_bytes(w[i]->dtype, CHUNK_COLS),
+            .rows = w[i]->rows,
+            .cols = cols,
+            .T = T,
+            .gs = c->xq_g,
+        };
+        j->block_rows = (int64_t)(BLOCK_BYTES / j->chunk_bytes) & ~(int64_t)3;
+        for (int p = 0; p < i && !j->aux; p++) /* a dtype's form made once */
+            if (w[p]->dtype == w[i]->dtype)
+                j->aux = m.j[p].aux;
+        if (!j->aux) {
+            prep_tokens(j, aux);
+            aux += aux_bytes(k, cols, T);
+        }
+        m.fn[i] = k->q_pack && T > 1 ? row_tokens_range : mm_range; /* as hy_cpu_matmul */
+        half_sums |= k->q_pack && T > 1 && k->q_row_tokens;
+        m.g0[i + 1] = m.g0[i] + (w[i]->rows + 3) / 4;
+    }
+    for (int t = 0; t < T && half_sums; t++) {
+        struct hy_cpu_xq xt = xq_token(&m.j[0], t, 0);
+        hy_cpu_xq_half_sums(c->xq_g + t * (cols / 128), &xt, cols);
+    }
+    pool_for_balanced(c->pool, m.g0[n], MIN_GROUPS_DYN, multi_range, &m);
 }

@@ -9,7 +9,9 @@
  *  - the packed prefill kernels (q_pack, q_gemm) and q_row_tokens against hy_cpu_q_dot_ref,
  *    and each token's result independent of the other tokens of the call;
  *  - the backend's matmul (1, 2, 3 threads; T = 1, 2, 5, 6, 9, 17, 18) against hy_ref_matmul,
- *    and the thread counts against each other bit for bit.
+ *    and the thread counts against each other bit for bit;
+ *  - matmul_n and matmul_glu (several weights of one input) against separate matmul (and
+ *    silu_mul) calls, bit for bit.
  * Weights sit at odd addresses. Worst error/bound ratios are printed. */
 #include "backend/cpu/cpu_impl.h"
 #include "core/quant.h"
@@ -415,6 +417,68 @@ static void matmul_case(struct hy_backend *be[3], struct rng *r, enum hy_dtype d
     qweight_free(&w);
 }
 
+/* matmul_n against separate matmul calls, bit for bit, on each thread count: n weights of
+ * one input (dtypes mixed, as Q4_K_M files mix Q4_K and Q6_K), T tokens; matmul_glu against
+ * matmul, matmul, silu_mul where two weights have the same rows. */
+static void multi_case(struct hy_backend *be[3], struct rng *r, int n, const enum hy_dtype *dt,
+                       const int64_t *rows, int64_t cols, int T)
+{
+    struct qweight w[4];
+    struct hy_weight hw[4];
+    const struct hy_weight *wp[4];
+    float *x = fmalloc(T * cols), *sep[4], *got[4];
+    rng_fill(r, x, T * cols, 2.0f);
+    for (int i = 0; i < n; i++) {
+        qweight_make(&w[i], r, dt[i], rows[i], cols);
+        hw[i] = (struct hy_weight){dt[i], rows[i], cols, w[i].data};
+        wp[i] = &hw[i];
+        sep[i] = fmalloc(T * rows[i]);
+        got[i] = fmalloc(T * rows[i]);
+    }
+    for (int b = 0; b < 3; b++) {
+        for (int i = 0; i < n; i++) {
+            be[b]->i->matmul(be[b], sep[i], x, &hw[i], T);
+            for (int64_t o = 0; o < T * rows[i]; o++)
+                got[i][o] = -1.0f; /* every output must be written */
+        }
+        be[b]->i->matmul_n(be[b], got, x, wp, n, T);
+        int bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += memcmp(sep[i], got[i], (size_t)(T * rows[i]) * 4) != 0;
+        if (n == 2 && rows[0] == rows[1]) { /* matmul_glu: silu(gate) * up */
+            be[b]->i->silu_mul(be[b], sep[0], sep[0], sep[1], T * rows[0]);
+            be[b]->i->matmul_glu(be[b], got[0], got[1], x, wp[0], wp[1], T);
+            bad += memcmp(sep[0], got[0], (size_t)(T * rows[0]) * 4) != 0;
+        }
+        CHECKF(bad == 0, "%s matmul_n (%d weights, first %s, cols %lld, T=%d, %d threads): "
+               "%d outputs differ from matmul", hy_cpu_backend_isa(be[b]), n,
+               hy_dtype_name(dt[0]), (long long)cols, T, b + 1, bad);
+    }
+    for (int i = 0; i < n; i++) {
+        qweight_free(&w[i]);
+        free(sep[i]);
+        free(got[i]);
+    }
+    free(x);
+}
+
+static void multi_cases(struct hy_backend *be[3], struct rng *r)
+{
+    static const enum hy_dtype km[3] = {HY_DTYPE_Q4_K, HY_DTYPE_Q4_K, HY_DTYPE_Q6_K};
+    static const enum hy_dtype q0[2] = {HY_DTYPE_Q4_0, HY_DTYPE_Q8_0};
+    static const enum hy_dtype mix[2] = {HY_DTYPE_Q4_G128, HY_DTYPE_Q4_0}; /* runs apart */
+    static const enum hy_dtype g128[2] = {HY_DTYPE_Q4_G128, HY_DTYPE_Q4_G128};
+    static const int64_t r3[3] = {70, 18, 37}, r2[2] = {45, 64}, rg[2] = {46, 46};
+    static const int toks[] = {1, 3, 9, 12};
+    for (size_t t = 0; t < sizeof toks / sizeof toks[0]; t++) {
+        multi_case(be, r, 3, km, r3, 512, toks[t]);
+        multi_case(be, r, 2, q0, r2, 640, toks[t]);
+        multi_case(be, r, 2, mix, r2, 512, toks[t]);
+        multi_case(be, r, 2, g128, r2, 1024, toks[t]);
+        multi_case(be, r, 2, km, rg, 256, toks[t]); /* gate/up */
+    }
+}
+
 /* The embedding lookup of a block-typed table (GGUF files may store token_embd as Q4_K,
  * Q6_K, ...): each row exactly its dequantized values. */
 static void embed_case(struct hy_backend *be, struct rng *r, enum hy_dtype dt)
@@ -476,6 +540,8 @@ int main(void)
             for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++)
                 matmul_case(be, &r, block_dtypes[d], mm_shapes[s][0], mm_shapes[s][1],
                             (int)mm_shapes[s][2]);
+        if (st == HY_OK)
+            multi_cases(be, &r);
         for (int n = 0; n < 3; n++)
             if (be[n])
                 be[n]->i->destroy(be[n]);
