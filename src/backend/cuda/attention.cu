@@ -171,6 +171,15 @@ __global__ void attention_merge_kernel(float *out, const float *part, const int3
     }
 }
 
+extern "C" void hy_cuda_attention_merge(cudaStream_t st, float *out, const float *part,
+                                        const int32_t *info, int tiles, int n_head, int smax,
+                                        int hd)
+{
+    attention_merge_kernel<<<(unsigned)tiles * (unsigned)n_head, 128, 0, st>>>(
+        out, part, info, n_head, smax, hd);
+    HY_CUDA_CHECK_LAUNCH();
+}
+
 template <int GM, int LV, int RT>
 static void launch(cudaStream_t st, const struct att_args *a, int tiles, bool bf16)
 {
@@ -245,9 +254,6 @@ extern "C" void hy_cuda_attention(cudaStream_t st, float *out, const float *q,
     case 8 * 16 + 1: launch_rt<1, 8>(st, &a, tiles, rows, bf16); break;
     default: launch_rt<2, 8>(st, &a, tiles, rows, bf16); break;
     }
-    if (a.smax > 1) {
-        attention_merge_kernel<<<(unsigned)tiles * (unsigned)n_head, 128, 0, st>>>(
-            out, part, info, n_head, a.smax, hd);
-        HY_CUDA_CHECK_LAUNCH();
-    }
+    if (a.smax > 1)
+        hy_cuda_attention_merge(st, out, part, info, tiles, n_head, a.smax, hd);
 }

@@ -433,8 +433,12 @@ static void cuda_attention(struct hy_backend *be, float *out, const float *q,
                    : hy_cuda_attention_smax((int)tiles, n_head, n_kv, hd, c->n_sm,
                                              c->att_part_floats);
     const int32_t *tables = dev + 4 * (tiles + tct);
-    hy_cuda_attention(c->stream, out, q, k_pool, v_pool, c->kv_bf16, bs, dev, tables, (int)tiles,
-                      rows, smax, c->att_part, n_head, n_kv, hd, scale);
+    if (!rows && !c->invariant && hy_cuda_attention_dec_ok(n_head, n_kv, hd))
+        hy_cuda_attention_dec(c->stream, out, q, k_pool, v_pool, c->kv_bf16, bs, dev, tables,
+                              (int)tiles, smax, c->att_part, n_head, n_kv, hd, scale);
+    else
+        hy_cuda_attention(c->stream, out, q, k_pool, v_pool, c->kv_bf16, bs, dev, tables,
+                          (int)tiles, rows, smax, c->att_part, n_head, n_kv, hd, scale);
     hy_cuda_attention_tc(c->stream, out, q, k_pool, v_pool, c->kv_bf16, bs, dev + 4 * tiles,
                          tables, (int)tct, n_head, n_kv, hd, scale);
 }

@@ -83,6 +83,18 @@ void hy_cuda_attention(cudaStream_t st, float *out, const float *q, const void *
                        int tiles, bool rows, int smax, float *part, int n_head, int n_kv, int hd,
                        float scale);
 int hy_cuda_attention_rows_per_tile(int n_head, int n_kv, int hd);
+/* attention.cu: merges the split-K shares (part) of the tiles' rows, as hy_cuda_attention
+ * does after its kernel. */
+void hy_cuda_attention_merge(cudaStream_t st, float *out, const float *part,
+                             const int32_t *info, int tiles, int n_head, int smax, int hd);
+/* attention_dec.cu: hy_cuda_attention for tiles of one row each (decode rows; !rows), with
+ * the same split-K shares and part layout, where hy_cuda_attention_dec_ok (head size 64 or
+ * 128, 1, 2, 4 or 8 query heads a KV head): a block takes the whole query group. */
+bool hy_cuda_attention_dec_ok(int n_head, int n_kv, int hd);
+void hy_cuda_attention_dec(cudaStream_t st, float *out, const float *q, const void *k_pool,
+                           const void *v_pool, bool bf16, int bs, const int32_t *info,
+                           const int32_t *blocks, int tiles, int smax, float *part, int n_head,
+                           int n_kv, int hd, float scale);
 /* attention_tc.cu: the same for prefill tiles of up to hy_cuda_attention_tc_rows() rows
  * (info as above, every tile's rows consecutive rows of one sequence), on the tensor cores
  * (bf16 operands, float32 softmax and sums), for head sizes where hy_cuda_attention_tc_ok;

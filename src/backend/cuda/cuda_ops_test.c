@@ -332,11 +332,11 @@ static void test_attention_batch(struct hy_backend *be, struct rng *r)
 static void test_attention(struct hy_backend *be, struct rng *r)
 {
     static const int heads[][3] = {{4, 4, 64}, {4, 2, 64}, {8, 2, 128}, {4, 1, 128}, {3, 1, 20},
-                                   {2, 2, 256}, {32, 8, 128}};
+                                   {2, 2, 256}, {32, 8, 128}, {8, 1, 128}, {16, 2, 64}};
     static const int steps[][2] = {{0, 1},   {0, 2},  {0, 17},  {9, 1},   {13, 3},
                                    {100, 5}, {63, 1}, {64, 1},  {127, 2}, {200, 1},
                                    {1000, 1}, {300, 40}, {0, 64}, {5, 150}};
-    for (int h = 0; h < 7; h++)
+    for (int h = 0; h < 9; h++)
         for (int s = 0; s < 14; s++)
             CHECKF(attn_case(be, r, heads[h][0], heads[h][1], heads[h][2], steps[s][0],
                              steps[s][1], 0),

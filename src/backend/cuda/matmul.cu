@@ -171,7 +171,7 @@ extern "C" void hy_cuda_matmul_f32(cudaStream_t st, cublasHandle_t blas, float *
                                 w, (int)cols, x, (int)cols, &beta, out, (int)rows));
 }
 
-/* Fused products (hy_cuda_matmul_bf16_fused): the chunk's [n, R] outputs in cbuf go to their
+/* Fused products (hy_cuda_matmul_bf16_fused): the chunk's [m, R] outputs in cbuf go to their
  * n destinations; column c of a row belongs to the weight i with end[i-1] <= c < end[i]. */
 #define FUSED_MAX 4
 #define FUSED_THREADS 256
@@ -182,39 +182,40 @@ struct fused_split {
     int64_t R;
 };
 
-static __global__ void fused_split_kernel(struct fused_split a, const float *buf, int64_t total)
+static __global__ void fused_split_kernel(struct fused_split a, const float *buf, int64_t m)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = i / a.R, c = i % a.R;
-        int64_t lo = 0, hi = a.end[0];
-        float *o = a.out[0];
+    for (int64_t t = blockIdx.y; t < m; t += gridDim.y) /* a row of the chunk */
+        for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < a.R;
+             c += (int64_t)gridDim.x * blockDim.x) {
+            int64_t lo = 0, hi = a.end[0];
+            float *o = a.out[0];
 #pragma unroll
-        for (int k = 1; k < FUSED_MAX; k++)
-            if (k < a.n && c >= hi) {
-                lo = hi;
-                hi = a.end[k];
-                o = a.out[k];
-            }
-        o[t * (hi - lo) + (c - lo)] = buf[i];
-    }
+            for (int k = 1; k < FUSED_MAX; k++)
+                if (k < a.n && c >= hi) {
+                    lo = hi;
+                    hi = a.end[k];
+                    o = a.out[k];
+                }
+            o[t * (hi - lo) + (c - lo)] = buf[t * a.R + c];
+        }
 }
 
 /* out[t, j] = silu(buf[t, j]) * buf[t, F + j]: silu_mul's expression, on the fused halves */
-static __global__ void fused_glu_kernel(float *out, const float *buf, int64_t F, int64_t total)
+static __global__ void fused_glu_kernel(float *out, const float *buf, int64_t F, int64_t m)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = i / F, j = i % F;
-        const float g = buf[t * 2 * F + j];
-        out[i] = g / (1.0f + expf(-g)) * buf[t * 2 * F + F + j];
-    }
+    for (int64_t t = blockIdx.y; t < m; t += gridDim.y)
+        for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < F;
+             j += (int64_t)gridDim.x * blockDim.x) {
+            const float g = buf[t * 2 * F + j];
+            out[t * F + j] = g / (1.0f + expf(-g)) * buf[t * 2 * F + F + j];
+        }
 }
 
-static unsigned fused_blocks(int64_t n)
+/* A row of the chunk a grid row (at most 65535; more take turns), its columns across x. */
+static dim3 fused_grid(int64_t cols, int64_t m)
 {
-    int64_t b = (n + FUSED_THREADS - 1) / FUSED_THREADS;
-    return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b);
+    int64_t bx = (cols + FUSED_THREADS - 1) / FUSED_THREADS;
+    return dim3((unsigned)(bx < 1 ? 1 : bx > 1024 ? 1024 : bx), (unsigned)(m > 65535 ? 65535 : m));
 }
 
 extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
@@ -243,13 +244,13 @@ extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
         held = hy_cuda_matmul_bf16(st, blas, s->cbuf, x + t0 * cols, w, R, cols, (int)m, false,
                                    x_ready && chunk >= T, s) && chunk >= T;
         if (glu) {
-            fused_glu_kernel<<<fused_blocks(m * rows[0]), FUSED_THREADS, 0, st>>>(
-                outs[0] + t0 * rows[0], s->cbuf, rows[0], m * rows[0]);
+            fused_glu_kernel<<<fused_grid(rows[0], m), FUSED_THREADS, 0, st>>>(
+                outs[0] + t0 * rows[0], s->cbuf, rows[0], m);
         } else {
             struct fused_split b = a;
             for (int i = 0; i < n; i++)
                 b.out[i] = outs[i] + t0 * rows[i];
-            fused_split_kernel<<<fused_blocks(m * R), FUSED_THREADS, 0, st>>>(b, s->cbuf, m * R);
+            fused_split_kernel<<<fused_grid(R, m), FUSED_THREADS, 0, st>>>(b, s->cbuf, m);
         }
         HY_CUDA_CHECK_LAUNCH();
     }
