@@ -10,7 +10,8 @@
  *   matmul_glu: with g, u the two products and eg, eu their bounds, silu's slope is within
  *     [-0.1, 1.1], so |err| <= 1.1·eg·(|u| + eu) + |silu(g)|·eu + 8U·|silu(g)·u| (the
  *     float32 expf, divide and products).
- * Also: fusing moves the bytes exactly (the fused copies read back bit for bit), the
+ * Also: fusing moves the bytes exactly (the fused copies read back bit for bit), a product
+ * of the glu output taken right after it equals that of a copy bit for bit, the
  * fallbacks (weights not adjacent; batch-invariant mode) give the same bits as separate
  * matmul calls, and freeing every member returns the device memory. Exits 77 without a
  * CUDA device. */
@@ -147,8 +148,33 @@ static void case_glu(struct hy_backend *be, struct rng *r, int64_t F, int64_t co
     float *x = fmalloc(T * cols), *got = fmalloc(T * F);
     rng_fill(r, x, T * cols, 2.0f);
     float *dx = dput(be, x, T * cols), *dout = dnan(be, T * F), *dtmp = dnan(be, T * F);
+    /* a product of the glu output right after it (as the down projection: the fused op may
+     * leave the output's bf16 rounding in the matmul scratch for it) is the same bits as
+     * the product of a fresh copy */
+    struct tweight twd;
+    struct hy_weight wd;
+    struct hy_err err;
+    tweight_make(&twd, r, HY_DTYPE_BF16, 24, F, 1.0f);
+    wd = twd.w;
+    CHECKF(be->i->weight_upload(be, &wd, &err) == HY_OK, "upload: %s", err.msg);
+    float *dd1 = dnan(be, T * 24), *dd2 = dnan(be, T * 24);
     be->i->matmul_glu(be, dout, dtmp, dx, &dev[0], &dev[1], T);
+    be->i->matmul(be, dd1, dout, &wd, T);
     be->i->download(be, got, dout, (size_t)(T * F) * sizeof(float));
+    float *dcopy = dput(be, got, T * F), *h1 = fmalloc(T * 24), *h2 = fmalloc(T * 24);
+    be->i->matmul(be, dd2, dcopy, &wd, T);
+    be->i->download(be, h1, dd1, (size_t)(T * 24) * sizeof(float));
+    be->i->download(be, h2, dd2, (size_t)(T * 24) * sizeof(float));
+    CHECKF(memcmp(h1, h2, (size_t)(T * 24) * sizeof(float)) == 0,
+           "the product of the glu output differs from that of its copy (F=%lld, T=%d)",
+           (long long)F, T);
+    be->i->free(be, dcopy);
+    be->i->free(be, dd1);
+    be->i->free(be, dd2);
+    be->i->free(be, (void *)wd.data);
+    tweight_free(&twd);
+    free(h1);
+    free(h2);
     double *g = dmalloc(T * F), *sg = dmalloc(T * F), *u = dmalloc(T * F), *su = dmalloc(T * F);
     ref_product(x, tw[0].val, F, cols, T, g, sg);
     ref_product(x, tw[1].val, F, cols, T, u, su);

@@ -136,11 +136,13 @@ bool hy_cuda_matmul_bf16(cudaStream_t st, cublasHandle_t blas, float *out, const
  * writes outs[0] = silu(first) * second (as silu_mul). Enqueues nothing and returns false
  * when it does not apply: T in the decode GEMV's range (separate GEMVs are faster there and
  * keep those rows' results as they were), or cbuf smaller than a row. Else returns true,
- * with *xbf_holds_x as hy_cuda_matmul_bf16's result (x_ready likewise). */
+ * with *xbf_holds_x as hy_cuda_matmul_bf16's result (x_ready likewise), or, for glu in one
+ * chunk whose output fits s->xbf, *xbf_holds_out: xbf then holds outs[0] rounded to bf16
+ * (as hy_cuda_matmul_bf16 would round it), not x. */
 bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas, float *const *outs,
                                const float *x, const uint16_t *w, const int64_t *rows, int n,
                                int64_t cols, int T, bool glu, bool x_ready, bool *xbf_holds_x,
-                               const struct hy_cuda_mm_scratch *s);
+                               bool *xbf_holds_out, const struct hy_cuda_mm_scratch *s);
 
 /* Enqueues rows r0 .. r0+nr-1 of the weight w (the launcher's own description of it),
  * dequantized to bf16, into dst [nr_pad, cols]; rows nr .. nr_pad-1 zero. */

@@ -110,19 +110,21 @@ static bool fused(struct cuda_ctx *c, float *const *outs, const float *x,
     const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf,
                                          c->cbuf_cap};
     const int64_t cols = ws[0]->cols;
-    bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == cols, held = false;
+    bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == cols, held = false, o = false;
     if (!hy_cuda_matmul_bf16_fused(c->stream, c->blas, outs, x, ws[0]->data, rows, n, cols, T,
-                                   glu, ready, &held, &s))
+                                   glu, ready, &held, &o, &s))
         return false;
     c->xbf_x = held ? x : NULL;
     c->xbf_T = T, c->xbf_cols = cols;
     for (int i = 0; i < (glu ? 1 : n); i++) { /* an output over an input xbf / xq hold */
-        const float *o = outs[i], *e = outs[i] + (int64_t)T * rows[i];
-        if (c->xbf_x && o < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols && c->xbf_x < e)
+        const float *b = outs[i], *e = outs[i] + (int64_t)T * rows[i];
+        if (c->xbf_x && b < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols && c->xbf_x < e)
             c->xbf_x = NULL;
-        if (c->xq_x && o < c->xq_x + (int64_t)c->xq_T * c->xq_cols && c->xq_x < e)
+        if (c->xq_x && b < c->xq_x + (int64_t)c->xq_T * c->xq_cols && c->xq_x < e)
             c->xq_x = NULL;
     }
+    if (o) /* xbf holds the glu output now, for the down projection next */
+        c->xbf_x = outs[0], c->xbf_cols = rows[0];
     return true;
 }
 

@@ -14,6 +14,8 @@
 #include "backend/cuda/cuda_impl.h"
 #include "backend/cuda/gemv_util.cuh"
 
+#include <cuda_bf16.h>
+
 #ifndef GEMV_MAX_T
 #define GEMV_MAX_T 8 /* bench/cuda_matmul.cu compiles a copy with 0: cuBLAS only */
 #endif
@@ -200,14 +202,19 @@ static __global__ void fused_split_kernel(struct fused_split a, const float *buf
         }
 }
 
-/* out[t, j] = silu(buf[t, j]) * buf[t, F + j]: silu_mul's expression, on the fused halves */
-static __global__ void fused_glu_kernel(float *out, const float *buf, int64_t F, int64_t m)
+/* out[t, j] = silu(buf[t, j]) * buf[t, F + j]: silu_mul's expression, on the fused halves;
+ * with obf, also its bf16 rounding (nearest even, as hy_cuda_f32_to_bf16) there */
+static __global__ void fused_glu_kernel(float *out, __nv_bfloat16 *obf, const float *buf,
+                                        int64_t F, int64_t m)
 {
     for (int64_t t = blockIdx.y; t < m; t += gridDim.y)
         for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < F;
              j += (int64_t)gridDim.x * blockDim.x) {
             const float g = buf[t * 2 * F + j];
-            out[t * F + j] = g / (1.0f + expf(-g)) * buf[t * 2 * F + F + j];
+            const float o = g / (1.0f + expf(-g)) * buf[t * 2 * F + F + j];
+            out[t * F + j] = o;
+            if (obf)
+                obf[t * F + j] = __float2bfloat16_rn(o);
         }
 }
 
@@ -222,6 +229,7 @@ extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
                                           float *const *outs, const float *x, const uint16_t *w,
                                           const int64_t *rows, int n, int64_t cols, int T,
                                           bool glu, bool x_ready, bool *xbf_holds_x,
+                                          bool *xbf_holds_out,
                                           const struct hy_cuda_mm_scratch *s)
 {
     if (n < 2 || n > FUSED_MAX || T <= GEMV_MAX_T || (glu && (n != 2 || rows[0] != rows[1])))
@@ -238,6 +246,9 @@ extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
     if (chunk < 1 || R > INT32_MAX)
         return false;
     bool held = false;
+    /* glu in one chunk: its output rounded to bf16 into xbf too, after the GEMM has read x
+     * there, so the down projection that takes it next need not convert it */
+    const bool obf = glu && chunk >= T && (size_t)T * (size_t)rows[0] <= s->xbf_cap;
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
         const int64_t m = T - t0 < chunk ? T - t0 : chunk;
         /* past GEMV_MAX_T rows hy_cuda_matmul_bf16 is one cuBLAS GEMM (a chunk of x) */
@@ -245,7 +256,8 @@ extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
                                    x_ready && chunk >= T, s) && chunk >= T;
         if (glu) {
             fused_glu_kernel<<<fused_grid(rows[0], m), FUSED_THREADS, 0, st>>>(
-                outs[0] + t0 * rows[0], s->cbuf, rows[0], m);
+                outs[0] + t0 * rows[0], obf ? (__nv_bfloat16 *)s->xbf : NULL, s->cbuf, rows[0],
+                m);
         } else {
             struct fused_split b = a;
             for (int i = 0; i < n; i++)
@@ -254,6 +266,7 @@ extern "C" bool hy_cuda_matmul_bf16_fused(cudaStream_t st, cublasHandle_t blas,
         }
         HY_CUDA_CHECK_LAUNCH();
     }
-    *xbf_holds_x = held;
+    *xbf_holds_x = held && !obf;
+    *xbf_holds_out = obf;
     return true;
 }
