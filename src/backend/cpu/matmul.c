@@ -262,7 +262,7 @@ static void packed_range(void *ctx, int64_t p0, int64_t p1, int tid)
 struct dyn_job {
     hy_pool_fn fn;
     void *job;
-    int64_t n, grab;
+    int64_t n, grab, tail; /* items: most a piece takes, fewest */
     int k;                              /* ranges (threads) */
     _Atomic int64_t next[DYN_MAX_THREADS]; /* next item of each range */
 };
@@ -279,16 +279,24 @@ static void dyn_run(void *ctx, int64_t a, int64_t b, int tid)
     for (int v = 0; v < d->k; v++) { /* own range first, then the others' */
         int r = (int)((a + v) % d->k);
         int64_t end = range_end(d, r);
-        for (;;) {
-            int64_t i = atomic_fetch_add_explicit(&d->next[r], d->grab, memory_order_relaxed);
-            if (i >= end)
-                break;
-            d->fn(d->job, i, i + d->grab < end ? i + d->grab : end, tid);
+        int64_t i = atomic_load_explicit(&d->next[r], memory_order_relaxed);
+        while (i < end) {
+            /* pieces shrink towards the range's end (half of what is left, down to
+             * d->tail), so that the threads' last pieces end close together */
+            int64_t g = (end - i) / 2;
+            g = g < d->grab ? g : d->grab;
+            g = g > d->tail ? g : d->tail;
+            if (!atomic_compare_exchange_weak_explicit(&d->next[r], &i, i + g, memory_order_relaxed,
+                                                       memory_order_relaxed))
+                continue; /* i now holds the range's next item */
+            d->fn(d->job, i, i + g < end ? i + g : end, tid);
+            i = atomic_load_explicit(&d->next[r], memory_order_relaxed);
         }
     }
 }
 
-/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab). */
+/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab),
+ * smaller near the end of each thread's range (down to min_grab / 4). */
 static void pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab, hy_pool_fn fn,
                               void *job)
 {
@@ -298,6 +306,7 @@ static void pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab,
     struct dyn_job d = {.fn = fn, .job = job, .n = n};
     d.grab = n / ((int64_t)DYN_PIECES * threads);
     d.grab = d.grab > min_grab ? d.grab : min_grab;
+    d.tail = min_grab / 4 > 1 ? min_grab / 4 : 1;
     int64_t pieces = (n + d.grab - 1) / d.grab;
     d.k = (int)(pieces < threads ? pieces : threads);
     for (int r = 0; r < d.k; r++)
