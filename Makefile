@@ -20,8 +20,9 @@ all: build
 
 help:
 	@echo "make            build build/hymt (Release; CUDA when nvcc is found)"
-	@echo "make test       build and run all tests (ctest, every label)"
-	@echo "make test-asan  build with ASan+UBSan and run the unit, model, server and queue tests"
+	@echo "make test       build and run all tests (ctest, every label; the fuzzers: make test-asan)"
+	@echo "make test-asan  build with clang's ASan+UBSan and run the unit, model, server and queue"
+	@echo "                tests and the fuzzers (tests/fuzz/)"
 	@echo "make serve      build and serve the web page and API on the demo model (port 8080)"
 	@echo "make deps       install missing build dependencies (Debian packages; make test adds the test ones)"
 	@echo "make install    install hymt, its man page and the systemd unit (PREFIX=/usr/local,"
@@ -45,13 +46,17 @@ test: build
 	@sh scripts/deps.sh --test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The sanitizer build is clang's with the fuzzers in it (HYMT_FUZZ: the sources an input
+# can steer carry libFuzzer's coverage hooks), so one compile of the library serves the ASan
+# tests and the fuzzers (label fuzz). clang comes with deps.sh --test, hence found here.
 test-asan:
 	@sh scripts/deps.sh --test
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHYMT_SANITIZE=ON -DHYMT_CUDA=OFF $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHYMT_SANITIZE=ON -DHYMT_CUDA=OFF \
+		-DHYMT_FUZZ=ON -DCMAKE_C_COMPILER=$$(command -v clang-14 || command -v clang) $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j $(JOBS) -L 'unit|model|server|queue'
+		ctest --output-on-failure -j $(JOBS) -L 'unit|model|server|queue|fuzz'
 
 # The demo model: random weights with the tiny shapes, generated on first use, with the
 # tiny test tokenizer (512 ids, the 7B vocabulary's control tokens).

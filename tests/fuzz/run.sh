@@ -1,11 +1,12 @@
 #!/bin/sh
 # run.sh SRC_DIR BUILD_DIR [NAME...]: builds the libFuzzer targets with clang
-# (-fsanitize=fuzzer,address,undefined) in BUILD_DIR, a build folder of their own (CI
-# builds hymt with gcc), then runs each fuzzer for HYMT_FUZZ_SECONDS (default 15) on a
-# scratch copy of its seed corpus tests/fuzz/corpus/NAME/ (the repository's corpus is never
-# written). Fails when a fuzzer reports a crash, a sanitizer error, a timeout or a broken
-# contract; the input that did it is kept as BUILD_DIR/fuzz/crash-NAME-* and the fuzzer's
-# log tail is printed. Longer runs: HYMT_FUZZ_SECONDS=600 sh tests/fuzz/run.sh . build-fuzz
+# (-fsanitize=fuzzer,address,undefined) in BUILD_DIR (configured here when new; ctest -L fuzz
+# passes make test-asan's folder, built already), then runs each fuzzer for
+# HYMT_FUZZ_SECONDS (default 15) on a scratch copy of its seed corpus
+# tests/fuzz/corpus/NAME/ (the repository's corpus is never written). Fails when a fuzzer
+# reports a crash, a sanitizer error, a timeout or a broken contract; the input that did it
+# is kept as BUILD_DIR/fuzz/crash-NAME-* and the fuzzer's log tail is printed. Longer runs:
+# HYMT_FUZZ_SECONDS=600 sh tests/fuzz/run.sh . build-fuzz
 set -u
 SRC=$(cd "$1" && pwd)
 B=$2
@@ -19,9 +20,11 @@ t0=$(date +%s)
 if [ ! -f "$B/CMakeCache.txt" ]; then
     mkdir -p "$B"
     cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Debug -DHYMT_SANITIZE=ON -DHYMT_CUDA=OFF \
-        -DHYMT_FUZZ=ON -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link \
+        -DHYMT_FUZZ=ON -DCMAKE_C_COMPILER="$CC_FUZZ" \
         >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; echo "fuzz: configure failed"; exit 1; }
-else # refresh: a target added since the folder was configured must exist for --target
+elif ! grep -q '^HYMT_FUZZ:BOOL=ON' "$B/CMakeCache.txt"; then
+    echo "fuzz: $B is not configured with -DHYMT_FUZZ=ON (make test-asan's folder is)"; exit 1
+elif [ -z "${HYMT_FUZZ_IN_CTEST:-}" ]; then # refresh: a fuzzer added since must exist for --target
     cmake "$B" >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; echo "fuzz: configure failed"; exit 1; }
 fi
 targets=""
