@@ -304,7 +304,13 @@ done
 # graceful shutdown: a running request finishes, then exit 0
 post drain_req /v1/completions '{"prompt":"x","max_tokens":1500,"ignore_eos":true}' &
 dpid=$!
-sleep 0.3
+# SIGTERM once it runs (in the engine, or on a worker behind --queue): on a loaded machine
+# no fixed pause is sure to see the request arrive first
+n=0
+until curl -s "$U/metrics" | grep -qE '^hymt_(running_sequences|queue_jobs_pending) [1-9]' ||
+    [ $n -ge 200 ]; do
+    n=$((n + 1)); sleep 0.05
+done
 kill -TERM "$PID"
 wait $dpid
 code drain_req 200; py drain_req "j['usage']['completion_tokens'] == 1500"
