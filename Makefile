@@ -48,9 +48,12 @@ test: build
 
 # The sanitizer build is clang's with the fuzzers in it (HYMT_FUZZ: the sources an input
 # can steer carry libFuzzer's coverage hooks), so one compile of the library serves the ASan
-# tests and the fuzzers (label fuzz). clang comes with deps.sh --test, hence found here.
+# tests and the fuzzers (label fuzz). clang comes with deps.sh --test, hence found here; a
+# folder configured with gcc before starts afresh (CMake does not switch compilers in place).
 test-asan:
 	@sh scripts/deps.sh --test
+	@grep -qs '^CMAKE_C_COMPILER:.*clang' $(ASAN_BUILD)/CMakeCache.txt || \
+		rm -rf $(ASAN_BUILD)/CMakeCache.txt $(ASAN_BUILD)/CMakeFiles
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DHYMT_SANITIZE=ON -DHYMT_CUDA=OFF \
 		-DHYMT_FUZZ=ON -DCMAKE_C_COMPILER=$$(command -v clang-14 || command -v clang) $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
