@@ -7,8 +7,11 @@
  * Decode streams the weights once, so the work per weight byte must stay below what the
  * memory delivers: the integer dot products are exact (vpdpbusd), and each step's scales
  * are built from whole vectors (one load of the block headers, a word permutation, one
- * conversion) instead of scalar fp16 conversions. Rows are read one after the other, each
- * a single stream with a software prefetch PF_BYTES ahead (as kernels_avx512.c's Q4_G128). */
+ * conversion) instead of scalar fp16 conversions; what does not depend on the row (the
+ * activations' order, their offset sums) is made once per token by q_prep, and the q_dot
+ * kernels read it when x->aux is set (the *_aux variants). Rows are read one after the
+ * other, each a single stream with a software prefetch PF_BYTES ahead (as kernels_avx512.c's
+ * Q4_G128). */
 #include "backend/cpu/cpu_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
