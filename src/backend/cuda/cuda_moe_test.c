@@ -11,17 +11,27 @@
  *     The grouping must be hy_moe_group's of the same ids exactly: off, rows, and sel
  *     (rows[sel[i]] the token of pair i, places in CPU order), act the experts with tokens.
  *   gate_up / down: every place of every active expert against double sums over the
- *     weights as the device holds them (bf16 values; quant blocks dequantized d*q, exact):
- *     |dot error| <= (cols + 32)·U·S', U = 2^-24, S' = Σ|x_c w_c| (float32 products and
- *     sums of exactly dequantized weights, as qmatmul.h's GEMV bound); gate_up's
- *     silu(g)·u then within 1.1·(|u|·Bg + |silu(g)|·Bu) + 8·U·|silu(g)·u| (silu' <= 1.1;
- *     expf, the add, the division and the product: about 5 ulps of the result).
+ *     weights as the device holds them (bf16 values; quant blocks dequantized d*q, exact).
+ *     Experts with at most HY_CUDA_MOE_GEMV_MAX places (and all in the batch-invariant
+ *     mode, or when T <= that or cols % 64 != 0) go through the GEMV: |dot error| <=
+ *     (cols + 32)·U·S', U = 2^-24, S' = Σ|x_c w_c| (float32 products and sums of exactly
+ *     dequantized weights, as qmatmul.h's GEMV bound). Larger groups go through the
+ *     tensor-core GEMM (moe_mma.cu), which rounds x, and dequantized weights, to bf16
+ *     (u = 2^-8 each, bf16 weights exact): |dot error| <= (2^-8 + [quant] (2^-8 + 2^-16)
+ *     + (cols + 32)·2^-23)·S' (the last term allows the tensor cores' float32 sums
+ *     truncation instead of rounding). At least one of its outputs must be off by more
+ *     than the GEMV's bound (its bf16 rounding visible: the GEMM ran), none of the GEMV
+ *     groups'. gate_up's silu(g)·u then within 1.1·(|u|·Bg + |silu(g)|·Bu + Bg·Bu) +
+ *     8·U·|silu(g)·u| (silu' <= 1.1; expf, the add, the division and the product: about 5
+ *     ulps of the result). Shapes with W rows and places not multiples of the 64 x 64
+ *     tile, groups of 1 to 300 places (an expert made every token's first choice).
  *     Outputs are poisoned with NaN first.
  *   combine: the CPU's order and roundings (places ascending, product then add): the
  *     same bits.
  * Exits 77 without a CUDA device. */
 #include "backend/cpu/moe.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/moe.h"
 #include "test.h"
 #include "backend/cuda/cuda_test_util.h"
 
@@ -32,7 +42,8 @@
 #define U (1.0 / 16777216.0)
 
 static int n_cases, n_near;
-static double worst_route_w, worst_gu, worst_dn;
+static double worst_route_w, worst_gu, worst_dn, worst_mm_gu, worst_mm_dn;
+static long n_mm_places;
 
 /* Device buffers of a routing for T tokens, k choices, E experts. */
 struct droute {
@@ -98,7 +109,7 @@ static float sigm(float z)
 /* Random logits on a grid of 1/8 in [-5, 5] (never 0: the grid is offset by 1/16), with
  * ties planted; bias (when not NULL) on a grid of 1/32. Routes on the device into r. */
 static void make_routing(struct hy_backend *be, struct rng *rg, struct hy_moe_route *r,
-                         float *logits, float *bias, int T, int E, int k, float scale)
+                         float *logits, float *bias, int T, int E, int k, float scale, bool hot)
 {
     for (int i = 0; i < T * E; i++)
         logits[i] = floorf(rng_unit(rg) * 40.0f) / 8.0f + 1.0f / 16.0f;
@@ -111,6 +122,8 @@ static void make_routing(struct hy_backend *be, struct rng *rg, struct hy_moe_ro
         if (bias && t % 2 == 0)
             bias[b] = bias[a];
     }
+    for (int t = 0; hot && t < T; t++) /* expert E - 1 every token's first choice */
+        logits[t * E + E - 1] = 8.0f;
     float *dl = dalloc(be, (size_t)(T * E) * 4), *db = NULL;
     be->i->upload(be, dl, logits, (size_t)(T * E) * 4);
     if (bias) {
@@ -132,7 +145,7 @@ static void route_case(struct hy_backend *be, struct rng *rg, int T, int E, int 
     HY_ASSERT(logits && (bias || !with_bias) && ids && off && rows && w && rw);
     struct hy_moe_route r;
     route_alloc(be, &r, T, E, k);
-    make_routing(be, rg, &r, logits, bias, T, E, k, scale);
+    make_routing(be, rg, &r, logits, bias, T, E, k, scale, false);
     struct hroute h;
     route_get(be, &h, &r, T, E, k);
     hy_moe_route(logits, bias, T, E, k, scale, ids, w);
@@ -218,8 +231,50 @@ static double ddot(const float *x, const float *w, int64_t n, double *sabs)
     return s;
 }
 
+/* The bound of a dot over cols columns with S' = sabs: the GEMV's, or the GEMM's (mm; quant:
+ * the weights rounded to bf16 too). */
+static double dot_bound(bool mm, bool quant, int64_t cols, double sabs)
+{
+    if (!mm)
+        return (double)(cols + 32) * U * sabs;
+    const double ub = 1.0 / 256.0;
+    return (ub + (quant ? ub + ub * ub : 0.0) + (double)(cols + 32) * 2 * U) * sabs;
+}
+
+/* One projection's check of a place's outputs: within the bound; *loose counts outputs
+ * past the GEMV's bound. */
+struct pcheck {
+    int bad;
+    long loose;
+    double worst;
+};
+
+static void pcheck_add(struct pcheck *pc, double got, double want, double lim, double lim32)
+{
+    const double e1 = fabs(got - want);
+    pc->bad += !(e1 <= lim);
+    pc->loose += e1 > lim32;
+    pc->worst = fmax(pc->worst, e1 / fmax(lim, 1e-300));
+}
+
+/* gate_up's silu(g)·u against the double sums over x row xr (bounds Bg, Bu by mm). */
+static void check_gu(struct pcheck *pc, const float *xr, const float *gw, const float *uw,
+                     int64_t d, double got, bool mm, bool quant)
+{
+    double sg, su;
+    const double gg = ddot(xr, gw, d, &sg), uu = ddot(xr, uw, d, &su);
+    const double silu = gg / (1.0 + exp(-gg)), want = silu * uu;
+    double lim[2];
+    for (int i = 0; i < 2; i++) {
+        const double bg = dot_bound(i ? mm : false, quant, d, sg);
+        const double bu = dot_bound(i ? mm : false, quant, d, su);
+        lim[i] = 1.1 * (fabs(uu) * bg + fabs(silu) * bu + bg * bu) + 8 * U * fabs(want);
+    }
+    pcheck_add(pc, got, want, lim[1], lim[0]);
+}
+
 static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt, int T, int E,
-                         int k, int64_t F, int64_t d)
+                         int k, int64_t F, int64_t d, bool hot, bool inv)
 {
     struct hy_weight *g = malloc((size_t)E * 3 * sizeof *g), *u = g + E, *dn = g + 2 * E;
     float *gv, *uv, *dv;
@@ -234,6 +289,7 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
                be->i->weight_upload_n(be, dn, E, &err) == HY_OK,
            "%s", err.msg);
     CHECK(be->i->moe_takes(g[0].dtype));
+    CHECKF(be->i->set_batch_invariant(be, inv, &err) == HY_OK, "%s", err.msg);
     const int P = T * k;
     float *logits = malloc((size_t)(T * E) * 4), *x = malloc((size_t)(T * d) * 4);
     float *act = malloc((size_t)P * (size_t)F * 4), *y = malloc((size_t)P * (size_t)d * 4);
@@ -242,7 +298,7 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
         x[i] = ldexpf(rng_unit(rg), (int)(i % 5) - 2);
     struct hy_moe_route r;
     route_alloc(be, &r, T, E, k);
-    make_routing(be, rg, &r, logits, NULL, T, E, k, 1.0f);
+    make_routing(be, rg, &r, logits, NULL, T, E, k, 1.0f, hot);
     float *dx = dalloc(be, (size_t)(T * d) * 4), *dact = dalloc(be, (size_t)P * (size_t)F * 4);
     float *dy = dalloc(be, (size_t)P * (size_t)d * 4);
     for (int64_t i = 0; i < (int64_t)P * F; i++)
@@ -256,34 +312,47 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
     be->i->moe_down(be, dy, dact, &dn[0], E, &r, T, k);
     be->i->download(be, act, dact, (size_t)P * (size_t)F * 4);
     be->i->download(be, y, dy, (size_t)P * (size_t)d * 4);
+    CHECKF(be->i->set_batch_invariant(be, false, &err) == HY_OK, "%s", err.msg);
     struct hroute h;
     route_get(be, &h, &r, T, E, k);
-    int bad = 0;
-    for (int e = 0; e < E; e++)
+    const bool quant = dt != HY_DTYPE_BF16, big = !inv && T > HY_CUDA_MOE_GEMV_MAX;
+    struct pcheck gu[2] = {{0}}, dnc[2] = {{0}}; /* [GEMV, GEMM] */
+    int largest = 0;
+    for (int e = 0; e < E; e++) {
+        const int n = h.off[e + 1] - h.off[e];
+        const bool mg = big && n > HY_CUDA_MOE_GEMV_MAX && d % 64 == 0;
+        const bool md = big && n > HY_CUDA_MOE_GEMV_MAX && F % 64 == 0;
+        largest = n > largest ? n : largest;
+        n_mm_places += mg ? n : 0;
         for (int p = h.off[e]; p < h.off[e + 1]; p++) {
             const float *xr = x + (int64_t)h.rows[p] * d;
-            for (int64_t o = 0; o < F; o++) {
-                double sg, su;
-                const double gg = ddot(xr, gv + ((int64_t)e * F + o) * d, d, &sg);
-                const double uu = ddot(xr, uv + ((int64_t)e * F + o) * d, d, &su);
-                const double bg = (double)(d + 32) * U * sg, bu = (double)(d + 32) * U * su;
-                const double silu = gg / (1.0 + exp(-gg)), want = silu * uu;
-                const double lim = 1.1 * (fabs(uu) * bg + fabs(silu) * bu) + 8 * U * fabs(want);
-                const double got = act[(int64_t)p * F + o], e1 = fabs(got - want);
-                bad += !(e1 <= lim);
-                worst_gu = fmax(worst_gu, e1 / fmax(lim, 1e-300));
-            }
+            for (int64_t o = 0; o < F; o++)
+                check_gu(&gu[mg], xr, gv + ((int64_t)e * F + o) * d, uv + ((int64_t)e * F + o) * d,
+                         d, act[(int64_t)p * F + o], mg, quant);
             for (int64_t o = 0; o < d; o++) {
                 double sa;
-                const double want = ddot(act + (int64_t)p * F, dv + ((int64_t)e * d + o) * F, F, &sa);
-                const double lim = (double)(F + 32) * U * sa;
-                const double got = y[(int64_t)p * d + o], e1 = fabs(got - want);
-                bad += !(e1 <= lim);
-                worst_dn = fmax(worst_dn, e1 / fmax(lim, 1e-300));
+                const double want =
+                    ddot(act + (int64_t)p * F, dv + ((int64_t)e * d + o) * F, F, &sa);
+                pcheck_add(&dnc[md], y[(int64_t)p * d + o], want, dot_bound(md, quant, F, sa),
+                           dot_bound(false, quant, F, sa));
             }
         }
-    CHECKF(bad == 0, "experts %s T=%d E=%d k=%d F=%lld d=%lld: %d values out of bounds",
-           hy_dtype_name(dt), T, E, k, (long long)F, (long long)d, bad);
+    }
+    worst_gu = fmax(worst_gu, gu[0].worst), worst_dn = fmax(worst_dn, dnc[0].worst);
+    worst_mm_gu = fmax(worst_mm_gu, gu[1].worst), worst_mm_dn = fmax(worst_mm_dn, dnc[1].worst);
+    CHECKF(gu[0].bad + gu[1].bad + dnc[0].bad + dnc[1].bad == 0,
+           "experts %s T=%d E=%d k=%d F=%lld d=%lld%s: %d/%d (GEMV/GEMM) gate_up and %d/%d "
+           "down values out of bounds", hy_dtype_name(dt), T, E, k, (long long)F, (long long)d,
+           inv ? " invariant" : "", gu[0].bad, gu[1].bad, dnc[0].bad, dnc[1].bad);
+    /* the GEMM ran where it should: its bf16 rounding shows (the GEMV groups' never) */
+    const bool want_mm = big && largest > HY_CUDA_MOE_GEMV_MAX;
+    CHECKF(!want_mm || d % 64 || gu[1].loose > 0,
+           "experts %s T=%d F=%lld d=%lld: gate_up's large groups not through the GEMM",
+           hy_dtype_name(dt), T, (long long)F, (long long)d);
+    CHECKF(!want_mm || F % 64 || dnc[1].loose > 0,
+           "experts %s T=%d F=%lld d=%lld: down's large groups not through the GEMM",
+           hy_dtype_name(dt), T, (long long)F, (long long)d);
+    CHECKF(!hot || largest == T, "hot expert: %d places of %d", largest, T);
     route_hfree(&h);
     route_free(be, &r);
     be->i->free(be, dx), be->i->free(be, dact), be->i->free(be, dy);
@@ -306,7 +375,7 @@ static void combine_case(struct hy_backend *be, struct rng *rg, int T, int E, in
         y[i] = ldexpf(rng_unit(rg), (int)(i % 7) - 3);
     struct hy_moe_route r;
     route_alloc(be, &r, T, E, k);
-    make_routing(be, rg, &r, logits, NULL, T, E, k, 2.826f);
+    make_routing(be, rg, &r, logits, NULL, T, E, k, 2.826f, false);
     float *dacc = dalloc(be, (size_t)(T * d) * 4), *dy = dalloc(be, (size_t)P * (size_t)d * 4);
     be->i->upload(be, dacc, acc, (size_t)(T * d) * 4);
     be->i->upload(be, dy, y, (size_t)P * (size_t)d * 4);
@@ -355,21 +424,30 @@ int main(void)
         route_case(be, &rg, rc[i][0], rc[i][1], rc[i][2], i != 2);
     static const enum hy_dtype dts[] = {HY_DTYPE_BF16, HY_DTYPE_Q8_0, HY_DTYPE_Q4_0,
                                         HY_DTYPE_Q4_G128};
-    static const int ec[][5] = {/* T, E, k, F, d */
-                                {1, 8, 2, 32, 64},    {4, 8, 2, 40, 128},
-                                {13, 16, 4, 96, 256}, {70, 32, 4, 64, 384},
-                                {6, 8, 2, 128, 256}};
+    static const int ec[][6] = {/* T, E, k, F, d, hot: expert E-1 every token's choice */
+                                {1, 8, 2, 32, 64, 0},      {4, 8, 2, 40, 128, 0},
+                                {13, 16, 4, 96, 256, 1},   {70, 32, 4, 64, 384, 0},
+                                {6, 8, 2, 128, 256, 0},    {300, 8, 2, 128, 256, 1},
+                                {64, 128, 8, 128, 256, 0}, {9, 8, 2, 96, 128, 1},
+                                {200, 16, 4, 128, 224, 1}, {100, 8, 3, 192, 128, 1}};
     for (size_t ti = 0; ti < sizeof dts / sizeof dts[0]; ti++)
         for (size_t i = 0; i < sizeof ec / sizeof ec[0]; i++) {
             const int64_t F = ec[i][3], d = ec[i][4], B = hy_dtype_block_elems(dts[ti]);
             if (F % B == 0 && d % B == 0)
-                experts_case(be, &rg, dts[ti], ec[i][0], ec[i][1], ec[i][2], F, d);
+                experts_case(be, &rg, dts[ti], ec[i][0], ec[i][1], ec[i][2], F, d, ec[i][5],
+                             false);
         }
+    /* the batch-invariant mode: GEMVs alone, whatever the group sizes */
+    experts_case(be, &rg, HY_DTYPE_BF16, 70, 8, 2, 128, 256, true, true);
+    experts_case(be, &rg, HY_DTYPE_Q4_0, 70, 8, 2, 128, 256, true, true);
     combine_case(be, &rg, 1, 8, 2, 64);
     combine_case(be, &rg, 37, 128, 8, 2048);
     be->i->destroy(be);
     fprintf(stderr, "%d cases; route weights worst %.3g relative, %d near-tie swaps; experts "
-            "worst error/bound gate_up %.3g, down %.3g\n",
-            n_cases, worst_route_w, n_near, worst_gu, worst_dn);
+            "worst error/bound: GEMV gate_up %.3g, down %.3g; GEMM (%ld places) gate_up %.3g, "
+            "down %.3g\n",
+            n_cases, worst_route_w, n_near, worst_gu, worst_dn, n_mm_places, worst_mm_gu,
+            worst_mm_dn);
+    CHECKF(n_mm_places > 0, "no places through the grouped GEMM");
     return test_result();
 }

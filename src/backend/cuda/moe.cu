@@ -250,15 +250,16 @@ static __device__ __forceinline__ void row_dot(const unsigned char *wm, int64_t 
 template <int CODE, bool GU>
 __global__ void gemv_kernel(float *out, const float *x, const unsigned char *w0,
                             const unsigned char *w1, size_t stride, int64_t n_rows, int64_t cols,
-                            const int32_t *off, const int32_t *rows, const int32_t *act)
+                            const int32_t *off, const int32_t *rows, const int32_t *act,
+                            int max_n)
 {
     if ((int)blockIdx.x >= act[0])
         return;
     const int e = act[1 + blockIdx.x];
     const int64_t r = (int64_t)blockIdx.y * GEMV_WARPS + (threadIdx.x >> 5);
-    if (r >= n_rows)
-        return;
     const int p0 = off[e], n = off[e + 1] - p0;
+    if (r >= n_rows || n > max_n) /* larger groups: the grouped GEMM (moe_mma.cu) */
+        return;
     const unsigned char *g = w0 + (size_t)e * stride, *u = GU ? w1 + (size_t)e * stride : NULL;
     for (int i0 = 0; i0 < n; i0 += GEMV_NT) {
         const int nt = n - i0 < GEMV_NT ? n - i0 : GEMV_NT;
@@ -329,42 +330,43 @@ extern "C" void hy_cuda_moe_group(cudaStream_t st, const int32_t *ids, int P, in
 template <int CODE>
 static void gemv(cudaStream_t st, float *out, const float *x, const void *w0, const void *w1,
                  size_t stride, int64_t n_rows, int64_t cols, bool gate_up, const int32_t *off,
-                 const int32_t *rows, const int32_t *act, int slots)
+                 const int32_t *rows, const int32_t *act, int slots, int max_n)
 {
     const dim3 grid((unsigned)slots, (unsigned)((n_rows + GEMV_WARPS - 1) / GEMV_WARPS));
     if (gate_up)
         gemv_kernel<CODE, true><<<grid, 32 * GEMV_WARPS, 0, st>>>(
             out, x, (const unsigned char *)w0, (const unsigned char *)w1, stride, n_rows, cols,
-            off, rows, act);
+            off, rows, act, max_n);
     else
         gemv_kernel<CODE, false><<<grid, 32 * GEMV_WARPS, 0, st>>>(
-            out, x, (const unsigned char *)w0, NULL, stride, n_rows, cols, off, rows, act);
+            out, x, (const unsigned char *)w0, NULL, stride, n_rows, cols, off, rows, act, max_n);
     HY_CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void hy_cuda_moe_gemv(cudaStream_t st, float *out, const float *x, const void *w0,
                                  const void *w1, size_t stride, int code, int64_t n_rows,
                                  int64_t cols, bool gate_up, const int32_t *off,
-                                 const int32_t *rows, const int32_t *act, int slots)
+                                 const int32_t *rows, const int32_t *act, int slots,
+                                 int max_n)
 {
     if (slots <= 0)
         return;
     switch (code) {
     case HY_CUDA_MOE_BF16:
         gemv<HY_CUDA_MOE_BF16>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                               slots);
+                               slots, max_n);
         break;
     case HY_CUDA_Q8_0:
         gemv<HY_CUDA_Q8_0>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                           slots);
+                           slots, max_n);
         break;
     case HY_CUDA_Q4_0:
         gemv<HY_CUDA_Q4_0>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                           slots);
+                           slots, max_n);
         break;
     case HY_CUDA_Q4_G128:
         gemv<HY_CUDA_Q4_G128>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                              slots);
+                              slots, max_n);
         break;
     default:
         hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_moe_gemv", "weight type not taken");

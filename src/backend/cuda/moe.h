@@ -17,7 +17,16 @@
  *     row, its lanes splitting the row (8 bf16 or one quant block at a time), 4 of the
  *     expert's places at a time, float32 sums (a lane's, then the warp's xor shuffles: a
  *     place's result does not depend on which other places the expert has). gate_up
- *     multiplies gate and up together and writes silu(g) * u.
+ *     multiplies gate and up together and writes silu(g) * u. Experts with more than
+ *     max_n places are left to mma.
+ *   mma (moe_mma.cu): the experts with at least min_n places, as tensor-core tiles of 64
+ *     W rows x 64 places (grid: slot, W row tiles, place tiles; blocks of experts with
+ *     fewer places, or past their expert's places, exit). x and the weights are rounded
+ *     to bf16 (quant blocks dequantized d * q exactly, then rounded: qmma.cu's rounding),
+ *     products summed in float32 by mma.m16n8k16: a dot's error within
+ *     (u_x + u_w + (cols + 32)·2^-23)·Σ|x w|, u = 2^-8 for a bf16 rounding (u_w = 0 for
+ *     bf16 weights). A place's result then depends on its group's size (GEMV or mma), so
+ *     the batch-invariant mode keeps the GEMV for all (moe_ops.c).
  *   combine: a block a token; its k choices added to acc in the order of their places
  *     (experts ascending: the CPU's order), each as one rounded product and one rounded
  *     add (no FMA), so the same y give the CPU's bits. */
@@ -38,17 +47,29 @@ extern "C" {
 #define HY_CUDA_MOE_MAX_K 64
 #define HY_CUDA_MOE_BF16 (-1) /* the weight code of bf16 matrices; else a qmatmul.h type */
 #define HY_CUDA_MOE_ALIGN 256 /* the stride of weight_upload_n's matrices is a multiple */
+/* An expert's places the GEMV takes at most when the grouped GEMM runs too: at more, a
+ * 64 x 64 tile's tensor-core products beat re-reading the weights a warp a row. */
+#define HY_CUDA_MOE_GEMV_MAX 8
 
 void hy_cuda_moe_route(cudaStream_t st, int32_t *ids, float *w, const float *logits,
                        const float *bias, int T, int E, int k, float scale);
 void hy_cuda_moe_group(cudaStream_t st, const int32_t *ids, int P, int E, int k, int32_t *off,
                        int32_t *rows, int32_t *sel, int32_t *act);
-/* out[p, :] for every place p of the active experts: gate_up (w1: the up matrices): input
- * x[rows[p]], else x[p]; each expert's matrix at w0 + e * stride. */
+/* out[p, :] for every place p of the active experts with at most max_n places: gate_up
+ * (w1: the up matrices): input x[rows[p]], else x[p]; each expert's matrix at w0 + e *
+ * stride. */
 void hy_cuda_moe_gemv(cudaStream_t st, float *out, const float *x, const void *w0,
                       const void *w1, size_t stride, int code, int64_t n_rows, int64_t cols,
                       bool gate_up, const int32_t *off, const int32_t *rows, const int32_t *act,
-                      int slots);
+                      int slots, int max_n);
+/* Whether mma takes matrices of n_rows x cols: cols a multiple of 64. */
+bool hy_cuda_moe_mma_fits(int64_t n_rows, int64_t cols);
+/* The same products for the experts with at least min_n places, on the tensor cores; an
+ * expert has at most max_places places (T). x, w0, w1 and stride 16-byte aligned. */
+void hy_cuda_moe_mma(cudaStream_t st, float *out, const float *x, const void *w0,
+                     const void *w1, size_t stride, int code, int64_t n_rows, int64_t cols,
+                     bool gate_up, const int32_t *off, const int32_t *rows, const int32_t *act,
+                     int slots, int max_places, int min_n);
 void hy_cuda_moe_combine(cudaStream_t st, float *out, const float *acc, const float *y,
                          const int32_t *sel, const float *w, int T, int k, int64_t d);
 

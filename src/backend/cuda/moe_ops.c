@@ -6,6 +6,8 @@
 #include "backend/cuda/moe.h"
 #include "backend/cuda/qmatmul.h"
 
+#include <limits.h>
+
 /* The kernels' code of a matrix dtype as weight_upload leaves it, or -2 (not taken). */
 static int code_of(enum hy_dtype dt)
 {
@@ -111,6 +113,14 @@ static int slots(int E, int T, int k)
     return T * k < E ? T * k : E;
 }
 
+/* Whether the grouped GEMM takes the experts with more than HY_CUDA_MOE_GEMV_MAX places:
+ * only when an expert can have that many (at most T: a token picks an expert once), and
+ * not in the batch-invariant mode (a place's sums would depend on its group's size). */
+static bool use_mma(const struct cuda_ctx *c, const struct hy_weight *w, int T)
+{
+    return !c->invariant && T > HY_CUDA_MOE_GEMV_MAX && hy_cuda_moe_mma_fits(w->rows, w->cols);
+}
+
 void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
                             const struct hy_weight *gate, const struct hy_weight *up, int E,
                             const struct hy_moe_route *r, int T, int k)
@@ -123,9 +133,15 @@ void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
     if (hy_cuda_replaying(c))
         return;
     const int qt = code >= 0 ? code : -1;
-    hy_cuda_moe_gemv(c->stream, act, x, gate->data, up->data,
-                     stride_of(qt, gate->rows, gate->cols), code, gate->rows, gate->cols, true,
-                     r->off, r->rows, r->act, slots(E, T, k));
+    const size_t stride = stride_of(qt, gate->rows, gate->cols);
+    const bool mm = use_mma(c, gate, T);
+    hy_cuda_moe_gemv(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
+                     gate->cols, true, r->off, r->rows, r->act, slots(E, T, k),
+                     mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
+    if (mm)
+        hy_cuda_moe_mma(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
+                        gate->cols, true, r->off, r->rows, r->act, slots(E, T, k), T,
+                        HY_CUDA_MOE_GEMV_MAX + 1);
 }
 
 void hy_cuda_op_moe_down(struct hy_backend *be, float *y, const float *act,
@@ -138,9 +154,15 @@ void hy_cuda_op_moe_down(struct hy_backend *be, float *y, const float *act,
     if (hy_cuda_replaying(c))
         return;
     const int qt = code >= 0 ? code : -1;
-    hy_cuda_moe_gemv(c->stream, y, act, down->data, NULL, stride_of(qt, down->rows, down->cols),
-                     code, down->rows, down->cols, false, r->off, r->rows, r->act,
-                     slots(E, T, k));
+    const size_t stride = stride_of(qt, down->rows, down->cols);
+    const bool mm = use_mma(c, down, T);
+    hy_cuda_moe_gemv(c->stream, y, act, down->data, NULL, stride, code, down->rows, down->cols,
+                     false, r->off, r->rows, r->act, slots(E, T, k),
+                     mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
+    if (mm)
+        hy_cuda_moe_mma(c->stream, y, act, down->data, NULL, stride, code, down->rows,
+                        down->cols, false, r->off, r->rows, r->act, slots(E, T, k), T,
+                        HY_CUDA_MOE_GEMV_MAX + 1);
 }
 
 void hy_cuda_op_moe_combine(struct hy_backend *be, float *out, const float *acc, const float *y,
