@@ -242,6 +242,24 @@ static void cuda_embed(struct hy_backend *be, float *out, const struct hy_weight
         hy_cuda_embed_bf16(c->stream, out, table->data, table->cols, d_ids, T);
 }
 
+/* A norm's output is most often the next matmul's input (q/k/v, gate/up, the head): past
+ * the GEMV rows (which read float32 x) the norm also writes it rounded to bf16 into xbf and
+ * records the hold, so that matmul skips its conversion kernel (the same bits). Not in
+ * batch-invariant mode (bimm splits x itself) nor when out does not fit xbf in one piece. */
+static uint16_t *norm_obf(const struct cuda_ctx *c, int64_t rows, int64_t d)
+{
+    return !c->invariant && rows > HY_CUDA_GEMV_ROWS && rows <= INT32_MAX &&
+                   (size_t)rows * (size_t)d <= c->xbf_cap
+               ? c->xbf
+               : NULL;
+}
+
+static void norm_hold(struct cuda_ctx *c, bool held, const float *out, int64_t rows, int64_t d)
+{
+    if (held)
+        c->xbf_x = out, c->xbf_T = (int)rows, c->xbf_cols = d;
+}
+
 static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
                          const struct hy_weight *w, int64_t rows, int64_t d, float eps)
 {
@@ -249,7 +267,8 @@ static void cuda_rmsnorm(struct hy_backend *be, float *out, const float *x,
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
     if (hy_cuda_replaying(c))
         return;
-    hy_cuda_rmsnorm(c->stream, out, x, w->data, rows, d, eps);
+    norm_hold(c, hy_cuda_rmsnorm(c->stream, out, norm_obf(c, rows, d), x, w->data, rows, d, eps),
+              out, rows, d);
 }
 
 static void cuda_add_rmsnorm(struct hy_backend *be, float *out, float *x, const float *y,
@@ -258,7 +277,9 @@ static void cuda_add_rmsnorm(struct hy_backend *be, float *out, float *x, const 
     struct cuda_ctx *c = ctx_op(be);
     HY_ASSERT(w->dtype == HY_DTYPE_F32 && w->rows * w->cols == d);
     if (!hy_cuda_replaying(c))
-        hy_cuda_add_rmsnorm(c->stream, out, x, y, w->data, rows, d, eps);
+        norm_hold(c, hy_cuda_add_rmsnorm(c->stream, out, norm_obf(c, rows, d), x, y, w->data,
+                                         rows, d, eps),
+                  out, rows, d);
 }
 
 static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
@@ -330,6 +351,8 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         if (hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, padded,
                                 ready, &s))
             c->xbf_x = x, c->xbf_T = T, c->xbf_cols = w->cols;
+        else if (T > HY_CUDA_GEMV_ROWS)
+            c->xbf_x = NULL; /* chunks of x went through xbf */
     }
     if (c->xbf_x && out < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols &&
         c->xbf_x < out + (int64_t)T * w->rows)
@@ -449,13 +472,24 @@ static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k
                                  const struct hy_weight *qn, const struct hy_weight *kn,
                                  float eps, void *k_pool, void *v_pool)
 {
-    struct cuda_ctx *c = ctx_op(be);
+    struct cuda_ctx *c = be->ctx; /* not hy_cuda_ctx: a q/k/v product left unsplit is ours */
+    HY_CUDA_CHECK(cudaSetDevice(c->device));
+    struct hy_cuda_qkv_src a;
+    const bool src = hy_cuda_split_take(c, &a, q, k, v, T, (int64_t)n_head * hd,
+                                        (int64_t)n_kv * hd);
+    ctx_op(be);
     HY_ASSERT(hd % 2 == 0 && hd / 2 <= 4 * 32 && T >= 0 && !qn == !kn);
     HY_ASSERT(!qn || (qn->dtype == HY_DTYPE_F32 && kn->dtype == HY_DTYPE_F32 &&
                       qn->rows * qn->cols == hd && kn->rows * kn->cols == hd));
     const int32_t *d_pos = hy_cuda_stage(c, pos, (size_t)T);
     const int32_t *d_slots = hy_cuda_stage(c, slots, (size_t)T);
-    if (!hy_cuda_replaying(c))
+    if (hy_cuda_replaying(c))
+        return;
+    if (src)
+        hy_cuda_rope_norm_store_src(c->stream, q, &a, d_pos, d_slots, T, n_head, n_kv, hd,
+                                    inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
+                                    k_pool, v_pool, c->kv_bf16);
+    else
         hy_cuda_rope_norm_store(c->stream, q, k, v, d_pos, d_slots, T, n_head, n_kv, hd,
                                 inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
                                 k_pool, v_pool, c->kv_bf16);

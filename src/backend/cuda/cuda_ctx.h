@@ -84,14 +84,24 @@ struct cuda_ctx {
      * of its refs members is */
     struct hy_cuda_fused { char *base; size_t bytes; int refs; } *fused;
     int n_fused, fused_cap;
+    /* fuse.c: a fused q/k/v product left unsplit (split_T > 0): its [split_T, Σ split_rows]
+     * output lies in cbuf. rope_norm_store with these outputs as its q, k, v reads it from
+     * there; any other op splits it first (hy_cuda_ctx), as matmul_n would have. */
+    float *split_out[3];
+    int64_t split_rows[3];
+    int split_T;
 };
 
+void hy_cuda_split_flush(struct cuda_ctx *c);
+
 /* The backend's context, with its device made current for this host thread (the runtime's
- * device is per thread). */
+ * device is per thread), and a fused product left unsplit split. */
 static inline struct cuda_ctx *hy_cuda_ctx(struct hy_backend *be)
 {
     struct cuda_ctx *c = be->ctx;
     HY_CUDA_CHECK(cudaSetDevice(c->device));
+    if (c->split_T)
+        hy_cuda_split_flush(c);
     return c;
 }
 
@@ -109,6 +119,10 @@ void hy_cuda_matmul_n(struct hy_backend *be, float *const *outs, const float *x,
 void hy_cuda_matmul_glu(struct hy_backend *be, float *out, float *tmp, const float *x,
                         const struct hy_weight *gate, const struct hy_weight *up, int T);
 bool hy_cuda_fused_free(struct cuda_ctx *c, void *p);
+/* fuse.c: whether the product left unsplit is q, k, v of these shapes; then a holds where
+ * rope_norm_store reads them (and writes the raw k, v), and the product counts as split. */
+bool hy_cuda_split_take(struct cuda_ctx *c, struct hy_cuda_qkv_src *a, const float *q,
+                        const float *k, const float *v, int T, int64_t qd, int64_t kvd);
 
 /* stage.c: the ring (see each function) and the step_begin / step_end / step_forget ops. */
 int32_t *hy_cuda_stage_reserve(struct cuda_ctx *c, size_t n, const int32_t **dev);

@@ -54,12 +54,18 @@ void hy_cuda_topk(cudaStream_t st, uint32_t *cand, const float *logits, int rows
 int hy_cuda_topk_max_k(int64_t vocab);
 size_t hy_cuda_topk_scratch_bytes(int64_t vocab, int rows, int k);
 
-/* norm.cu: w is float32 [d]. */
-void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w, int64_t rows,
-                     int64_t d, float eps);
-/* x += y, then out = rmsnorm(x) * w; out may equal y. */
-void hy_cuda_add_rmsnorm(cudaStream_t st, float *out, float *x, const float *y, const float *w,
-                         int64_t rows, int64_t d, float eps);
+/* Inputs of up to this many rows multiply by GEMVs that read x in float32 (matmul.cu's
+ * GEMV_MAX_T, qmmvq, fp8mm): only larger ones read a bf16 copy of x from the scratch. */
+#define HY_CUDA_GEMV_ROWS 8
+
+/* norm.cu: w is float32 [d]. obf: NULL, or bf16 [rows, d] (8-byte aligned) that takes out
+ * rounded to bf16 (nearest even, as hy_cuda_f32_to_bf16) where the shape allows; returns
+ * whether it did. */
+bool hy_cuda_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, const float *x, const float *w,
+                     int64_t rows, int64_t d, float eps);
+/* x += y, then out = rmsnorm(x) * w; out may equal y; obf as above. */
+bool hy_cuda_add_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, float *x, const float *y,
+                         const float *w, int64_t rows, int64_t d, float eps);
 
 /* rope.cu. rope_norm_store: backend.h's op of that name (qn, kn: float32 [hd] or NULL;
  * pos and slots staged; the pools' elements bf16 when bf16, else float). */
@@ -70,6 +76,19 @@ void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const fl
                              int n_kv, int hd, const float *inv_freq, const float *qn,
                              const float *kn, float eps, void *k_pool, void *v_pool,
                              bool bf16);
+/* The same reading q, k, v from rows of q_ld, k_ld, v_ld floats (a fused product's output:
+ * q, k, v then point into its rows) and writing q [T, n_head*hd] to q (not the source);
+ * kc, vc (or NULL): the raw k and v rows also go there ([T, n_kv*hd] each). */
+struct hy_cuda_qkv_src {
+    const float *q, *k, *v;
+    int64_t q_ld, k_ld, v_ld;
+    float *kc, *vc;
+};
+void hy_cuda_rope_norm_store_src(cudaStream_t st, float *q, const struct hy_cuda_qkv_src *a,
+                                 const int32_t *pos, const int32_t *slots, int T, int n_head,
+                                 int n_kv, int hd, const float *inv_freq, const float *qn,
+                                 const float *kn, float eps, void *k_pool, void *v_pool,
+                                 bool bf16);
 
 /* attention.cu: `tiles` tiles of query rows; info[4*t .. 4*t+3] = (first row of q/out, rows
  * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i

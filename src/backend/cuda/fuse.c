@@ -99,6 +99,48 @@ static bool adjacent(const struct hy_weight *const *ws, int n, int64_t *rows)
     return true;
 }
 
+void hy_cuda_split_flush(struct cuda_ctx *c)
+{
+    const int T = c->split_T;
+    const int64_t R = c->split_rows[0] + c->split_rows[1] + c->split_rows[2];
+    c->split_T = 0;
+    for (int i = 0, at = 0; i < 3; at += (int)c->split_rows[i++])
+        HY_CUDA_CHECK(cudaMemcpy2DAsync(c->split_out[i], (size_t)c->split_rows[i] * sizeof(float),
+                                        c->cbuf + at, (size_t)R * sizeof(float),
+                                        (size_t)c->split_rows[i] * sizeof(float), (size_t)T,
+                                        cudaMemcpyDeviceToDevice, c->stream));
+}
+
+bool hy_cuda_split_take(struct cuda_ctx *c, struct hy_cuda_qkv_src *a, const float *q,
+                        const float *k, const float *v, int T, int64_t qd, int64_t kvd)
+{
+    if (!c->split_T || c->split_T != T || c->split_out[0] != q || c->split_out[1] != k ||
+        c->split_out[2] != v || c->split_rows[0] != qd || c->split_rows[1] != kvd ||
+        c->split_rows[2] != kvd)
+        return false;
+    const int64_t R = qd + 2 * kvd;
+    *a = (struct hy_cuda_qkv_src){c->cbuf, c->cbuf + qd, c->cbuf + qd + kvd, R, R, R,
+                                  c->split_out[1], c->split_out[2]};
+    c->split_T = 0;
+    return true;
+}
+
+/* q/k/v past the GEMV rows, in one piece of cbuf: the product alone, its split left to
+ * rope_norm_store (which reads the rows in place, saving a kernel and a pass) or to the
+ * next op. Returns whether xbf holds x afterwards. */
+static bool unsplit(struct cuda_ctx *c, float *const *outs, const float *x, const uint16_t *w,
+                    const int64_t *rows, int64_t cols, int T, bool ready,
+                    const struct hy_cuda_mm_scratch *s)
+{
+    const int64_t R = rows[0] + rows[1] + rows[2];
+    const bool held = hy_cuda_matmul_bf16(c->stream, c->blas, c->cbuf, x, w, R, cols, T, false,
+                                          ready, s);
+    for (int i = 0; i < 3; i++)
+        c->split_out[i] = outs[i], c->split_rows[i] = rows[i];
+    c->split_T = T;
+    return held;
+}
+
 /* One fused product when it applies (not batch-invariant, adjacent bf16 weights, past the
  * GEMV rows); false: nothing done. */
 static bool fused(struct cuda_ctx *c, float *const *outs, const float *x,
@@ -111,8 +153,12 @@ static bool fused(struct cuda_ctx *c, float *const *outs, const float *x,
                                          c->cbuf_cap};
     const int64_t cols = ws[0]->cols;
     bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == cols, held = false, o = false;
-    if (!hy_cuda_matmul_bf16_fused(c->stream, c->blas, outs, x, ws[0]->data, rows, n, cols, T,
-                                   glu, ready, &held, &o, &s))
+    const int64_t R = rows[0] + rows[1] + (n > 2 ? rows[2] : 0);
+    if (!glu && n == 3 && T > HY_CUDA_GEMV_ROWS && R <= INT32_MAX &&
+        (size_t)T * (size_t)R <= c->cbuf_cap)
+        held = unsplit(c, outs, x, ws[0]->data, rows, cols, T, ready, &s);
+    else if (!hy_cuda_matmul_bf16_fused(c->stream, c->blas, outs, x, ws[0]->data, rows, n, cols,
+                                        T, glu, ready, &held, &o, &s))
         return false;
     c->xbf_x = held ? x : NULL;
     c->xbf_T = T, c->xbf_cols = cols;

@@ -7,8 +7,13 @@
  * - long rows (d <= NORM_THREADS * 4 * NORM_VEC, same alignment): a block per row, every
  *   thread's float4s loaded at once (a decode step's 1 x 4096 norm is latency-bound: a
  *   strided loop would wait for each load in turn);
- * - anything else: a block per row with a strided loop (reads x twice). */
+ * - anything else: a block per row with a strided loop (reads x twice).
+ * The first two can also write out rounded to bf16 (nearest even, as hy_cuda_f32_to_bf16)
+ * into obf: the matmul that takes out next then finds its bf16 operand ready and skips the
+ * conversion kernel (cuda.c). */
 #include "backend/cuda/cuda_impl.h"
+
+#include <cuda_bf16.h>
 
 #define NORM_THREADS 256
 #define NORM_VEC 8 /* float4s per thread of the long-row kernel: d <= 8192 */
@@ -20,6 +25,18 @@ __device__ __forceinline__ float4 scaled(float4 v, float4 g, float inv)
     return make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv));
 }
 
+/* o stored at float4 i of out, and when obf, its bf16 rounding at elements 4i..4i+3 of obf
+ * (8-byte aligned) */
+__device__ __forceinline__ void put(float4 *out, __nv_bfloat16 *obf, int64_t i, float4 o)
+{
+    out[i] = o;
+    if (obf) {
+        __nv_bfloat162 *p = (__nv_bfloat162 *)(obf + 4 * i);
+        p[0] = __floats2bfloat162_rn(o.x, o.y);
+        p[1] = __floats2bfloat162_rn(o.z, o.w);
+    }
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)
@@ -29,8 +46,8 @@ __device__ __forceinline__ float warp_sum(float v)
 
 /* With ADD, x += y first (x written back); out may equal y. */
 template <bool ADD>
-__global__ void rmsnorm_warp_kernel(float4 *out, float4 *x, const float4 *y, const float4 *w,
-                                    int64_t rows, int n4, float eps)
+__global__ void rmsnorm_warp_kernel(float4 *out, __nv_bfloat16 *obf, float4 *x, const float4 *y,
+                                    const float4 *w, int64_t rows, int n4, float eps)
 {
     const int64_t row = (int64_t)blockIdx.x * (NORM_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -55,19 +72,20 @@ __global__ void rmsnorm_warp_kernel(float4 *out, float4 *x, const float4 *y, con
     for (int c = 0; c < WARP_VEC; c++) {
         int i = c * 32 + lane;
         if (i < n4)
-            out[row * n4 + i] = scaled(v[c], w[i], inv);
+            put(out, obf, row * n4 + i, scaled(v[c], w[i], inv));
     }
 }
 
 template <bool ADD>
 __global__ void __launch_bounds__(NORM_THREADS)
-    rmsnorm_vec_kernel(float4 *out, float4 *x, const float4 *y, const float4 *w, int n4,
-                       float eps)
+    rmsnorm_vec_kernel(float4 *out, __nv_bfloat16 *obf, float4 *x, const float4 *y,
+                       const float4 *w, int n4, float eps)
 {
     __shared__ float part[NORM_THREADS / 32];
     float4 *xr = x + (int64_t)blockIdx.x * n4;
     const float4 *br = ADD ? y + (int64_t)blockIdx.x * n4 : NULL;
     float4 *yr = out + (int64_t)blockIdx.x * n4;
+    __nv_bfloat16 *br16 = obf ? obf + (int64_t)blockIdx.x * 4 * n4 : NULL;
     float4 v[NORM_VEC];
     float ss = 0.0f;
 #pragma unroll
@@ -94,7 +112,7 @@ __global__ void __launch_bounds__(NORM_THREADS)
     for (int c = 0; c < NORM_VEC; c++) {
         int i = c * NORM_THREADS + threadIdx.x;
         if (i < n4)
-            yr[i] = scaled(v[c], w[i], inv);
+            put(yr, br16, i, scaled(v[c], w[i], inv));
     }
 }
 
@@ -118,29 +136,31 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int64
         yr[i] = w[i] * (xr[i] * inv);
 }
 
-/* Launches the kernel for the shape; y != NULL: x += y first. Returns false when only the
- * strided kernel fits (which takes no y). */
-static bool launch_vec(cudaStream_t st, float *out, float *x, const float *y, const float *w,
-                       int64_t rows, int64_t d, float eps)
+/* Launches the kernel for the shape; y != NULL: x += y first; obf != NULL: out's bf16
+ * rounding there too. Returns false when only the strided kernel fits (which takes no y
+ * and writes no obf). */
+static bool launch_vec(cudaStream_t st, float *out, uint16_t *obf, float *x, const float *y,
+                       const float *w, int64_t rows, int64_t d, float eps)
 {
     const bool vec = d % 4 == 0 &&
                      !(((uintptr_t)out | (uintptr_t)x | (uintptr_t)y | (uintptr_t)w) & 15);
     float4 *o4 = (float4 *)out, *x4 = (float4 *)x;
     const float4 *y4 = (const float4 *)y, *w4 = (const float4 *)w;
+    __nv_bfloat16 *b = (__nv_bfloat16 *)obf;
     if (vec && d <= 4 * 32 * WARP_VEC) {
         const unsigned per = NORM_THREADS / 32, blocks = (unsigned)((rows + per - 1) / per);
         if (y)
-            rmsnorm_warp_kernel<true><<<blocks, NORM_THREADS, 0, st>>>(o4, x4, y4, w4, rows,
+            rmsnorm_warp_kernel<true><<<blocks, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4, rows,
                                                                         (int)(d / 4), eps);
         else
-            rmsnorm_warp_kernel<false><<<blocks, NORM_THREADS, 0, st>>>(o4, x4, y4, w4, rows,
+            rmsnorm_warp_kernel<false><<<blocks, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4, rows,
                                                                          (int)(d / 4), eps);
     } else if (vec && d <= 4 * NORM_THREADS * NORM_VEC) {
         if (y)
-            rmsnorm_vec_kernel<true><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, x4, y4, w4,
+            rmsnorm_vec_kernel<true><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4,
                                                                                (int)(d / 4), eps);
         else
-            rmsnorm_vec_kernel<false><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, x4, y4, w4,
+            rmsnorm_vec_kernel<false><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4,
                                                                                 (int)(d / 4), eps);
     } else {
         return false;
@@ -149,21 +169,32 @@ static bool launch_vec(cudaStream_t st, float *out, float *x, const float *y, co
     return true;
 }
 
-extern "C" void hy_cuda_rmsnorm(cudaStream_t st, float *out, const float *x, const float *w,
-                                int64_t rows, int64_t d, float eps)
+extern "C" bool hy_cuda_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, const float *x,
+                                const float *w, int64_t rows, int64_t d, float eps)
 {
-    if (rows <= 0 || launch_vec(st, out, (float *)x, NULL, w, rows, d, eps))
-        return; /* (x is only read without y) */
+    if (rows <= 0)
+        return false;
+    if ((uintptr_t)obf & 7) /* the kernel's choice never depends on obf */
+        obf = NULL;
+    if (launch_vec(st, out, obf, (float *)x, NULL, w, rows, d, eps))
+        return obf != NULL; /* (x is only read without y) */
     rmsnorm_kernel<<<(unsigned)rows, NORM_THREADS, 0, st>>>(out, x, w, d, eps);
     HY_CUDA_CHECK_LAUNCH();
+    return false;
 }
 
-extern "C" void hy_cuda_add_rmsnorm(cudaStream_t st, float *out, float *x, const float *y,
-                                    const float *w, int64_t rows, int64_t d, float eps)
+extern "C" bool hy_cuda_add_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, float *x,
+                                    const float *y, const float *w, int64_t rows, int64_t d,
+                                    float eps)
 {
-    if (rows <= 0 || launch_vec(st, out, x, y, w, rows, d, eps))
-        return;
+    if (rows <= 0)
+        return false;
+    if ((uintptr_t)obf & 7)
+        obf = NULL;
+    if (launch_vec(st, out, obf, x, y, w, rows, d, eps))
+        return obf != NULL;
     hy_cuda_add(st, x, y, rows * d);
     rmsnorm_kernel<<<(unsigned)rows, NORM_THREADS, 0, st>>>(out, x, w, d, eps);
     HY_CUDA_CHECK_LAUNCH();
+    return false;
 }

@@ -37,15 +37,15 @@ extern "C" void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int 
 /* The attention block's middle in one kernel: one warp per (token, head) of q (heads
  * 0..n_head-1) and of k (n_head..n_head+n_kv-1). RoPE as rope_kernel; then, with a norm
  * weight, RMSNorm over the head's hd values (float32 sum of squares over the warp); q
- * is written back in place, k to its pool row, and the k warps copy the v row too (pool
- * elements KV: float, or bf16 rounded to nearest even). */
+ * is written to q (in place, or from a fused product's rows), k to its pool row, and the
+ * k warps copy the v row too (pool elements KV: float, or bf16 rounded to nearest even).
+ * a.kc / a.vc: also the raw k and v rows there (the fused product's split). */
 #define RNS_PAIRS 4 /* pairs per lane: hd <= 256 */
 template <typename KV>
-__global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
-                                       const int32_t *pos, const int32_t *slots, int T,
-                                       int n_head, int n_kv, int hd, const float *inv_freq,
-                                       const float *qn, const float *kn, float eps,
-                                       KV *k_pool, KV *v_pool)
+__global__ void rope_norm_store_kernel(float *q, struct hy_cuda_qkv_src a, const int32_t *pos,
+                                       const int32_t *slots, int T, int n_head, int n_kv, int hd,
+                                       const float *inv_freq, const float *qn, const float *kn,
+                                       float eps, KV *k_pool, KV *v_pool)
 {
     const int64_t wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31, heads = n_head + n_kv, half = hd / 2;
@@ -53,20 +53,24 @@ __global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
         return;
     const int t = (int)(wid / heads), j = (int)(wid % heads);
     const bool is_q = j < n_head;
-    const int64_t kvd = (int64_t)n_kv * hd;
-    const float *src = is_q ? q + ((int64_t)t * n_head + j) * hd : k + t * kvd + (int64_t)(j - n_head) * hd;
+    const int64_t kvd = (int64_t)n_kv * hd, kh = (int64_t)(j - n_head) * hd;
+    const float *src = is_q ? a.q + t * a.q_ld + (int64_t)j * hd : a.k + t * a.k_ld + kh;
     const float *w = is_q ? qn : kn;
-    float a[RNS_PAIRS], b[RNS_PAIRS], ss = 0.0f;
+    float a0[RNS_PAIRS], b0[RNS_PAIRS], ss = 0.0f;
 #pragma unroll
     for (int c = 0; c < RNS_PAIRS; c++) {
         int i = c * 32 + lane;
-        a[c] = b[c] = 0.0f;
+        a0[c] = b0[c] = 0.0f;
         if (i < half) {
             float theta = (float)pos[t] * inv_freq[i];
             float cs = cosf(theta), sn = sinf(theta), x0 = src[i], x1 = src[i + half];
-            a[c] = x0 * cs - x1 * sn;
-            b[c] = x1 * cs + x0 * sn;
-            ss += a[c] * a[c] + b[c] * b[c];
+            if (!is_q && a.kc) {
+                a.kc[t * kvd + kh + i] = x0;
+                a.kc[t * kvd + kh + i + half] = x1;
+            }
+            a0[c] = x0 * cs - x1 * sn;
+            b0[c] = x1 * cs + x0 * sn;
+            ss += a0[c] * a0[c] + b0[c] * b0[c];
         }
     }
     if (w) {
@@ -77,8 +81,8 @@ __global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
         for (int c = 0; c < RNS_PAIRS; c++) {
             int i = c * 32 + lane;
             if (i < half) {
-                a[c] = w[i] * (a[c] * inv);
-                b[c] = w[i + half] * (b[c] * inv);
+                a0[c] = w[i] * (a0[c] * inv);
+                b0[c] = w[i + half] * (b0[c] * inv);
             }
         }
     }
@@ -88,32 +92,37 @@ __global__ void rope_norm_store_kernel(float *q, const float *k, const float *v,
         for (int c = 0; c < RNS_PAIRS; c++) {
             int i = c * 32 + lane;
             if (i < half) {
-                dst[i] = a[c];
-                dst[i + half] = b[c];
+                dst[i] = a0[c];
+                dst[i + half] = b0[c];
             }
         }
         return;
     }
-    KV *dst = k_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
+    KV *dst = k_pool + (int64_t)slots[t] * kvd + kh;
 #pragma unroll
     for (int c = 0; c < RNS_PAIRS; c++) {
         int i = c * 32 + lane;
         if (i < half) {
-            kv_st(dst + i, a[c]);
-            kv_st(dst + i + half, b[c]);
+            kv_st(dst + i, a0[c]);
+            kv_st(dst + i + half, b0[c]);
         }
     }
-    const float *vs = v + t * kvd + (int64_t)(j - n_head) * hd;
-    KV *vd = v_pool + (int64_t)slots[t] * kvd + (int64_t)(j - n_head) * hd;
-    for (int i = lane; i < hd; i += 32)
-        kv_st(vd + i, vs[i]);
+    const float *vs = a.v + t * a.v_ld + kh;
+    KV *vd = v_pool + (int64_t)slots[t] * kvd + kh;
+    for (int i = lane; i < hd; i += 32) {
+        const float x = vs[i];
+        kv_st(vd + i, x);
+        if (a.vc)
+            a.vc[t * kvd + kh + i] = x;
+    }
 }
 
-extern "C" void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
-                                        const int32_t *pos, const int32_t *slots, int T,
-                                        int n_head, int n_kv, int hd, const float *inv_freq,
-                                        const float *qn, const float *kn, float eps,
-                                        void *k_pool, void *v_pool, bool bf16)
+extern "C" void hy_cuda_rope_norm_store_src(cudaStream_t st, float *q,
+                                            const struct hy_cuda_qkv_src *a, const int32_t *pos,
+                                            const int32_t *slots, int T, int n_head, int n_kv,
+                                            int hd, const float *inv_freq, const float *qn,
+                                            const float *kn, float eps, void *k_pool,
+                                            void *v_pool, bool bf16)
 {
     int64_t warps = (int64_t)T * (n_head + n_kv);
     if (warps <= 0)
@@ -122,11 +131,23 @@ extern "C" void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *
     const unsigned grid = (unsigned)((warps + per - 1) / per);
     if (bf16)
         rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(
-            q, k, v, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps,
+            q, *a, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps,
             (__nv_bfloat16 *)k_pool, (__nv_bfloat16 *)v_pool);
     else
-        rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(q, k, v, pos, slots, T, n_head,
+        rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(q, *a, pos, slots, T, n_head,
                                                               n_kv, hd, inv_freq, qn, kn, eps,
                                                               (float *)k_pool, (float *)v_pool);
     HY_CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
+                                        const int32_t *pos, const int32_t *slots, int T,
+                                        int n_head, int n_kv, int hd, const float *inv_freq,
+                                        const float *qn, const float *kn, float eps,
+                                        void *k_pool, void *v_pool, bool bf16)
+{
+    const int64_t kvd = (int64_t)n_kv * hd;
+    const struct hy_cuda_qkv_src a = {q, k, v, (int64_t)n_head * hd, kvd, kvd, NULL, NULL};
+    hy_cuda_rope_norm_store_src(st, q, &a, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn,
+                                eps, k_pool, v_pool, bf16);
 }
