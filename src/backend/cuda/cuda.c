@@ -351,8 +351,8 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
         if (hy_cuda_matmul_bf16(c->stream, c->blas, out, x, w->data, w->rows, w->cols, T, padded,
                                 ready, &s))
             c->xbf_x = x, c->xbf_T = T, c->xbf_cols = w->cols;
-        else if (T > HY_CUDA_GEMV_ROWS)
-            c->xbf_x = NULL; /* chunks of x went through xbf */
+        else
+            c->xbf_x = NULL; /* chunks of x may have gone through xbf */
     }
     if (c->xbf_x && out < c->xbf_x + (int64_t)c->xbf_T * c->xbf_cols &&
         c->xbf_x < out + (int64_t)T * w->rows)

@@ -18,7 +18,8 @@
  * the norm's output the bits of the same rows normed 8 at a time, also with a matmul
  * scratch too small to hold the output and with a chunked product in between;
  * rope_norm_store right after the fused q/k/v product (which it reads unsplit) gives the
- * bits of the same ops with the product split first (K/V in bf16 and float32). Exits 77
+ * bits of the same ops with the product split first (K/V in bf16 and float32), and up to
+ * 8 rows the fused q/k/v product is the separate products' bits. Exits 77
  * without a CUDA device. */
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/cuda_test_util.h"
@@ -368,9 +369,10 @@ static bool same_dev(struct hy_backend *be, const void *a, const void *b, size_t
     return same;
 }
 
-/* rope_norm_store right after the fused q/k/v product (past the GEMV rows it reads q, k, v
- * from the product's rows: fuse.c) against the same ops with an op in between (a download,
- * which splits the product first): q, the raw k and v, and both pools the same bits. */
+/* rope_norm_store right after the fused q/k/v product (past the GEMV rows, and at 1-2 rows,
+ * it reads q, k, v from the product's rows: fuse.c) against the same ops with an op in
+ * between (a download, which splits the product first): q, the raw k and v, and both pools
+ * the same bits. */
 static void case_qkv_rns(struct hy_backend *be, struct rng *r, int T, int nh, int nkv, int hd,
                          bool norm)
 {
@@ -425,6 +427,14 @@ static void case_qkv_rns(struct hy_backend *be, struct rng *r, int T, int nh, in
                same_dev(be, vp[0], vp[1], (size_t)(slots_n * kvd) * es),
            "rope_norm_store after matmul_n (T=%d, %d/%d heads of %d, norm %d): pools differ", T,
            nh, nkv, hd, norm);
+    /* up to the GEMV rows the fused product is the separate products' bits (at 1-2 rows one
+     * GEMV over the summed rows, left unsplit; 3-8 rows separate GEMVs) */
+    for (int i = 0; T <= 8 && i < 3; i++) {
+        be->i->matmul_n(be, o1, dx, ws, 3, T);
+        be->i->matmul(be, o2[i], dx, ws[i], T);
+        CHECKF(same_dev(be, o1[i], o2[i], (size_t)(T * rows[i]) * sizeof(float)),
+               "matmul_n at %d rows: product %d is not the separate matmul's bits", T, i);
+    }
     for (int i = 0; i < 3; i++) {
         be->i->free(be, o1[i]);
         be->i->free(be, o2[i]);
@@ -452,7 +462,7 @@ static void case_qkv_rns(struct hy_backend *be, struct rng *r, int T, int nh, in
 static void test_qkv_rns(struct rng *r)
 {
     static const int shapes[][3] = {{4, 2, 64}, {8, 1, 128}, {6, 2, 96}};
-    static const int Ts[] = {8, 9, 37, 300};
+    static const int Ts[] = {1, 2, 3, 8, 9, 37, 300};
     for (int f32 = 0; f32 < 2; f32++) {
         struct hy_backend *be = NULL;
         struct hy_err err;
@@ -461,7 +471,7 @@ static void test_qkv_rns(struct rng *r)
         if (!be)
             return;
         for (int s = 0; s < 3; s++)
-            for (int t = 0; t < 4; t++)
+            for (int t = 0; t < 7; t++)
                 case_qkv_rns(be, r, Ts[t], shapes[s][0], shapes[s][1], shapes[s][2],
                              (s + t) % 2 == 0);
         be->i->destroy(be);

@@ -54,8 +54,8 @@ void hy_cuda_topk(cudaStream_t st, uint32_t *cand, const float *logits, int rows
 int hy_cuda_topk_max_k(int64_t vocab);
 size_t hy_cuda_topk_scratch_bytes(int64_t vocab, int rows, int k);
 
-/* Inputs of up to this many rows multiply by GEMVs that read x in float32 (matmul.cu's
- * GEMV_MAX_T, qmmvq, fp8mm): only larger ones read a bf16 copy of x from the scratch. */
+/* Inputs of up to this many rows may multiply by GEMVs that read x in float32 (matmul.cu's
+ * GEMV_MAX_T, qmmvq, fp8mm); larger ones always read a bf16 copy of x from the scratch. */
 #define HY_CUDA_GEMV_ROWS 8
 
 /* norm.cu: w is float32 [d]. obf: NULL, or bf16 [rows, d] (8-byte aligned) that takes out

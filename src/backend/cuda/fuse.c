@@ -3,10 +3,15 @@
  * is a cuBLAS GEMM, and the small ones (k and v: 1024 x 4096 for the 7B) run far below the
  * copy bandwidth (split-K, a few blocks; bench/RESULTS.md). Laid out one after another in
  * one allocation they are one GEMM of the summed rows, whose output a small kernel splits
- * (or, for gate/up, combines with silu: silu_mul's work, with no extra pass).
+ * (or, for gate/up, combines with silu: silu_mul's work, with no extra pass). q/k/v's
+ * output is left unsplit for rope_norm_store, which reads the three from its rows (any
+ * other op splits it first: hy_cuda_ctx).
  * Up to 8 rows (the decode GEMVs, per row and already at the bandwidth), in batch-invariant
  * mode, and for anything but bf16 matrices (quantized, fp8, padded) the ops are the
- * separate matmuls, so those results are the same bits as without fusing. */
+ * separate matmuls, so those results are the same bits as without fusing; but q/k/v of 1
+ * or 2 rows is one GEMV over the summed rows, left unsplit likewise: a GEMV row's sum is
+ * the same bits whatever rows the launch has (gemv_util.cuh), so this saves two launches
+ * a layer of a small decode step and changes no bit. */
 #include "backend/cuda/cuda_ctx.h"
 
 #include <stdlib.h>
@@ -125,9 +130,10 @@ bool hy_cuda_split_take(struct cuda_ctx *c, struct hy_cuda_qkv_src *a, const flo
     return true;
 }
 
-/* q/k/v past the GEMV rows, in one piece of cbuf: the product alone, its split left to
- * rope_norm_store (which reads the rows in place, saving a kernel and a pass) or to the
- * next op. Returns whether xbf holds x afterwards. */
+/* q/k/v past the GEMV rows (or at 1 or 2 rows where the GEMV takes them: unsplit_gemv), in
+ * one piece of cbuf: the product alone, its split left to rope_norm_store (which reads the
+ * rows in place, saving a kernel and a pass) or to the next op. Returns whether xbf holds
+ * x afterwards. */
 static bool unsplit(struct cuda_ctx *c, float *const *outs, const float *x, const uint16_t *w,
                     const int64_t *rows, int64_t cols, int T, bool ready,
                     const struct hy_cuda_mm_scratch *s)
@@ -139,6 +145,14 @@ static bool unsplit(struct cuda_ctx *c, float *const *outs, const float *x, cons
         c->split_out[i] = outs[i], c->split_rows[i] = rows[i];
     c->split_T = T;
     return held;
+}
+
+/* Whether hy_cuda_matmul_bf16 takes T rows by its GEMV for any of the weights (matmul.cu:
+ * always at 1 or 2 rows, given 8-column groups and 16-byte aligned x and weights; the
+ * members of a fused allocation are then aligned as its start). */
+static bool unsplit_gemv(const float *x, const void *w, int64_t cols, int T)
+{
+    return T >= 1 && T <= 2 && cols % 8 == 0 && !((uintptr_t)x & 15) && !((uintptr_t)w & 15);
 }
 
 /* One fused product when it applies (not batch-invariant, adjacent bf16 weights, past the
@@ -154,7 +168,8 @@ static bool fused(struct cuda_ctx *c, float *const *outs, const float *x,
     const int64_t cols = ws[0]->cols;
     bool ready = c->xbf_x == x && c->xbf_T == T && c->xbf_cols == cols, held = false, o = false;
     const int64_t R = rows[0] + rows[1] + (n > 2 ? rows[2] : 0);
-    if (!glu && n == 3 && T > HY_CUDA_GEMV_ROWS && R <= INT32_MAX &&
+    if (!glu && n == 3 && (T > HY_CUDA_GEMV_ROWS || unsplit_gemv(x, ws[0]->data, cols, T)) &&
+        R <= INT32_MAX &&
         (size_t)T * (size_t)R <= c->cbuf_cap)
         held = unsplit(c, outs, x, ws[0]->data, rows, cols, T, ready, &s);
     else if (!hy_cuda_matmul_bf16_fused(c->stream, c->blas, outs, x, ws[0]->data, rows, n, cols,
