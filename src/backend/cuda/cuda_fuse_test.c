@@ -26,24 +26,6 @@
 
 static double worst_n, worst_glu;
 
-static float *dput(struct hy_backend *be, const float *h, int64_t n)
-{
-    float *d = be->i->alloc(be, (size_t)n * sizeof(float));
-    HY_ASSERT(d);
-    be->i->upload(be, d, h, (size_t)n * sizeof(float));
-    return d;
-}
-
-static float *dnan(struct hy_backend *be, int64_t n)
-{
-    float *h = fmalloc(n);
-    for (int64_t i = 0; i < n; i++)
-        h[i] = NAN;
-    float *d = dput(be, h, n);
-    free(h);
-    return d;
-}
-
 /* n bf16 weights of rows[i] x cols uploaded (and fused when fuse); their exact values in
  * tw[i].val. Returns whether weight_fuse took them. */
 static bool make_weights(struct hy_backend *be, struct rng *r, struct tweight *tw,

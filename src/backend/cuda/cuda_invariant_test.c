@@ -20,19 +20,6 @@
 
 static double worst;
 
-static float *dput(struct hy_backend *be, const float *h, int64_t n)
-{
-    float *d = be->i->alloc(be, (size_t)n * sizeof(float));
-    HY_ASSERT(d);
-    be->i->upload(be, d, h, (size_t)n * sizeof(float));
-    return d;
-}
-
-static void dget(struct hy_backend *be, float *h, const float *d, int64_t n)
-{
-    be->i->download(be, h, d, (size_t)n * sizeof(float));
-}
-
 #define TMAX 150
 
 /* Row t of a (T-row call at offset t0)'s output against alone[t]: bit for bit. */

@@ -20,30 +20,6 @@
 static const enum hy_dtype all_dtypes[] = {HY_DTYPE_F32, HY_DTYPE_F16, HY_DTYPE_BF16};
 static double worst_matmul, worst_matmul_norm, worst_attn;
 
-static float *dput(struct hy_backend *be, const float *h, int64_t n)
-{
-    float *d = be->i->alloc(be, (size_t)n * sizeof(float));
-    HY_ASSERT(d);
-    be->i->upload(be, d, h, (size_t)n * sizeof(float));
-    return d;
-}
-
-/* A device buffer of n floats filled with NaN. */
-static float *dnan(struct hy_backend *be, int64_t n)
-{
-    float *h = fmalloc(n);
-    for (int64_t i = 0; i < n; i++)
-        h[i] = NAN;
-    float *d = dput(be, h, n);
-    free(h);
-    return d;
-}
-
-static void dget(struct hy_backend *be, float *h, const float *d, int64_t n)
-{
-    be->i->download(be, h, d, (size_t)n * sizeof(float));
-}
-
 /* The weight uploaded (dev) and the same values back on the host (host, data malloc'ed). */
 struct dweight {
     struct hy_weight dev, host;

@@ -349,6 +349,31 @@ static inline void ct_embed_case(struct hy_backend *be, struct rng *rg, enum hy_
     free(got);
 }
 
+/* n floats of host memory h copied into a fresh device buffer. */
+static inline float *dput(struct hy_backend *be, const float *h, int64_t n)
+{
+    float *d = be->i->alloc(be, (size_t)n * sizeof(float));
+    HY_ASSERT(d);
+    be->i->upload(be, d, h, (size_t)n * sizeof(float));
+    return d;
+}
+
+static inline void dget(struct hy_backend *be, float *h, const float *d, int64_t n)
+{
+    be->i->download(be, h, d, (size_t)n * sizeof(float));
+}
+
+/* A device buffer of n floats filled with NaN. */
+static inline float *dnan(struct hy_backend *be, int64_t n)
+{
+    float *h = fmalloc(n);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = NAN;
+    float *d = dput(be, h, n);
+    free(h);
+    return d;
+}
+
 /* The KV pool's element type on this backend. */
 static inline enum hy_dtype kvt(struct hy_backend *be)
 {
