@@ -307,7 +307,7 @@ dpid=$!
 # SIGTERM once it runs (in the engine, or on a worker behind --queue): on a loaded machine
 # no fixed pause is sure to see the request arrive first
 n=0
-until curl -s "$U/metrics" | grep -qE '^hymt_(running_sequences|queue_jobs_pending) [1-9]' ||
+until curl -s "$U/metrics" | grep -qE '^hymt_(running_sequences|queue_pending_jobs\{[^}]*\}) [1-9]' ||
     [ $n -ge 200 ]; do
     n=$((n + 1)); sleep 0.05
 done
