@@ -171,6 +171,11 @@ static void render_engine(FILE *f, struct hy_engine *e)
     hy_engine_stats(e, &s);
     gauge(f, "hymt_queue_depth", "Requests waiting to start in the engine.", s.n_waiting);
     gauge(f, "hymt_running_sequences", "Sequences being decoded.", s.n_running);
+    /* Counted by this process in both modes (behind --queue the two above come from the
+     * workers' last published figures, which may lag). */
+    gauge(f, "hymt_requests_in_flight",
+          "Generation requests submitted by this process and not yet answered.",
+          (double)s.slots_in_use);
     counter(f, "hymt_engine_steps_total", "Engine steps (one batched forward pass each).", s.steps);
     counter(f, "hymt_engine_preemptions_total", "Sequences preempted for lack of KV blocks.",
             s.preemptions);

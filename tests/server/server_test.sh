@@ -296,7 +296,7 @@ else
 fi
 for m in hymt_time_to_first_token_seconds_count hymt_queue_depth hymt_engine_preemptions_total \
     hymt_kv_blocks_capacity hymt_prefix_cache_hit_ratio hymt_process_resident_memory_bytes \
-    hymt_prompt_tokens_total hymt_http_request_duration_seconds_bucket; do
+    hymt_prompt_tokens_total hymt_http_request_duration_seconds_bucket hymt_requests_in_flight; do
     checks=$((checks + 1))
     grep -q "^$m" "$TMP/metrics.txt" || fail "metrics: $m missing"
 done
@@ -304,11 +304,12 @@ done
 # graceful shutdown: a running request finishes, then exit 0
 post drain_req /v1/completions '{"prompt":"x","max_tokens":1500,"ignore_eos":true}' &
 dpid=$!
-# SIGTERM once it runs (in the engine, or on a worker behind --queue): on a loaded machine
-# no fixed pause is sure to see the request arrive first
+# SIGTERM once this process holds it (hymt_requests_in_flight: counted by the front end
+# itself; behind --queue the running and pending figures come from the workers and may
+# still show the load above, so a SIGTERM on them could beat the request's connection):
+# on a loaded machine no fixed pause is sure to see the request arrive first
 n=0
-until curl -s "$U/metrics" | grep -qE '^hymt_(running_sequences|queue_pending_jobs\{[^}]*\}) [1-9]' ||
-    [ $n -ge 200 ]; do
+until curl -s "$U/metrics" | grep -qE '^hymt_requests_in_flight [1-9]' || [ $n -ge 400 ]; do
     n=$((n + 1)); sleep 0.05
 done
 kill -TERM "$PID"
