@@ -206,8 +206,14 @@ hy_status hy_loop_listen(const struct hy_server_config *cfg, int *fd, int *port,
 void hy_loop_raise_nofile(int n_conns);
 /* Hands the bytes the worker queued on req to its connection (wakes the loop). */
 void hy_loop_post(struct hy_server *s, struct hy_http_req *req);
-/* Closes the listening socket and idle connections now (from any thread). */
+/* Starts the drain (from any thread): the loop takes the connections still in the
+ * listening socket's backlog, closes the listening socket and idle keep-alive connections,
+ * and gives connections that have not sent their first request LOOP_DRAIN_FRESH_S to send
+ * it (a request that needs the engine then gets 503). */
 void hy_loop_drain(struct hy_server *s);
+/* After hy_loop_drain: the connections whose request is still arriving (a first request
+ * included), or -1 while the loop has not run the drain yet. */
+int hy_loop_drain_fresh(struct hy_server *s);
 /* Wakes every request still running (the abort after the drain limit). */
 void hy_loop_kick_all(struct hy_server *s);
 /* Stops the loop thread, closes every connection, frees the loop. */

@@ -106,6 +106,7 @@ static void response_done(struct hy_loop *l, struct conn *c, double now)
         return;
     }
     to_head(c, now, l->srv->cfg.idle_timeout_s);
+    c->served = true;
     loop_set_events(l, c, EPOLLIN | EPOLLRDHUP);
     process(l, c, now);
     if (c->st == C_HEAD && c->io->pending(c)) /* TLS kept the next request's bytes */
@@ -435,6 +436,7 @@ static void accept_all(struct hy_loop *l, double now)
         c->io = &loop_plain_io;
         c->req = NULL;
         to_head(c, now, l->srv->cfg.header_timeout_s);
+        c->served = false;
         c->tls = l->tls ? hy_tls_sess_create(l->tls, fd) : NULL;
         if (l->tls)
             c->st = C_TLS; /* c->io becomes TLS once the handshake is done */
@@ -513,6 +515,20 @@ static void command(struct hy_loop *l, bool *flag)
 }
 
 void hy_loop_drain(struct hy_server *s) { command(s->loop, &s->loop->cmd_drain); }
+int hy_loop_drain_fresh(struct hy_server *s) { return atomic_load(&s->loop->fresh); }
+
+/* Connections whose request is still arriving, or that have not sent their first one. */
+static int count_fresh(const struct hy_loop *l)
+{
+    int n = 0;
+    for (int i = 0; i < l->n_conns; i++) {
+        const struct conn *c = &l->conns[i];
+        bool head = c->st == C_HEAD || c->st == C_TLS;
+        n += c->st == C_BODY || c->st == C_CHUNKED ||
+             (head && (c->started || c->in_n || !c->served));
+    }
+    return n;
+}
 void hy_loop_kick_all(struct hy_server *s) { command(s->loop, &s->loop->cmd_kick); }
 
 static void kick(struct hy_loop *l)
@@ -533,13 +549,22 @@ static void on_wake(struct hy_loop *l, double now)
     pthread_mutex_unlock(&l->mu);
     take_posts(l, now);
     if (drain && l->lfd >= 0) { /* new clients are refused from now on */
+        /* those that connected before the signal are answered: closing the listener would
+         * reset the ones still in its backlog */
+        accept_all(l, now);
         epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lfd, NULL);
         close(l->lfd);
         l->lfd = -1;
-        for (int i = 0; i < l->n_conns; i++) /* idle keep-alive connections go too */
-            if (l->conns[i].st == C_HEAD && !l->conns[i].started && !l->conns[i].in_n &&
-                !l->conns[i].out.n)
-                loop_close(l, &l->conns[i], false);
+        for (int i = 0; i < l->n_conns; i++) {
+            struct conn *c = &l->conns[i];
+            if ((c->st != C_HEAD && c->st != C_TLS) || c->started || c->in_n || c->out.n)
+                continue;
+            if (c->served) /* idle keep-alive connections go */
+                loop_close(l, c, false);
+            else if (c->deadline > now + LOOP_DRAIN_FRESH_S)
+                c->deadline = now + LOOP_DRAIN_FRESH_S;
+        }
+        atomic_store(&l->fresh, count_fresh(l));
     }
     if (kick_all)
         kick(l);
@@ -645,6 +670,8 @@ static void *loop_main(void *arg)
             break;
         if (now >= l->next_tick) {
             sweep(l, now);
+            if (l->lfd < 0)
+                atomic_store(&l->fresh, count_fresh(l));
             l->next_tick = now + LOOP_TICK_MS * 1e-3;
         }
     }
@@ -659,6 +686,7 @@ hy_status hy_loop_create(struct hy_server *s, struct hy_err *err)
     if (!l)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     s->loop = l;
+    atomic_init(&l->fresh, -1);
     l->srv = s;
     l->ep = l->lfd = l->efd = -1;
     l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

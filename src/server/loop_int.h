@@ -11,6 +11,7 @@
 #include "server/http_parse.h"
 #include "server/tls.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -19,6 +20,9 @@
 #define LOOP_LINGER_S 2.0      /* after an error answer, read and drop for this long */
 #define LOOP_EVENTS 256
 #define LOOP_KEEPALIVE_MAX_S 15.0 /* SSE comment at least this often on a quiet stream */
+/* At the drain, a connection that has not sent its first request yet (it connected just
+ * before the signal) gets this long to send it and hear a 503, instead of a reset. */
+#define LOOP_DRAIN_FRESH_S 1.0
 
 enum cstate { C_FREE, C_TLS, C_HEAD, C_BODY, C_CHUNKED, C_BUSY, C_LINGER };
 
@@ -46,6 +50,7 @@ struct conn {
     struct hy_http_buf out; /* bytes to write */
     size_t out_pos;
     bool resp_end, close_after, sse, chunked, started;
+    bool served;            /* a response went out on it: an idle one is keep-alive */
     double since;           /* HEAD: idle or head start; the eviction order */
     double deadline;        /* of the current state */
     double t_out;           /* last write progress */
@@ -74,6 +79,9 @@ struct hy_loop {
     pthread_mutex_t mu;
     struct hy_http_req *inbox;
     bool cmd_drain, cmd_kick, cmd_stop;
+    /* -1 until the drain command ran, then the connections still waiting for their first
+     * request (written by the loop thread, read by hy_loop_drain_fresh) */
+    _Atomic int fresh;
     double next_tick;
     char listen_tag, wake_tag;
 };

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #define SERVER_ABORT_S 2.0 /* after the drain: time for handlers to send their 503 */
+/* at the drain, for requests still arriving: the loop's LOOP_DRAIN_FRESH_S, its sweep's
+ * period and a margin */
+#define SERVER_FRESH_WAIT_S 1.5
 
 static void defaults(struct hy_server_config *c)
 {
@@ -118,10 +121,23 @@ static int wait_idle(struct hy_server *s, double limit)
     return atomic_load(&s->active);
 }
 
+/* Until the requests still arriving when the drain began (and the first requests of
+ * clients that connected just before it) are in, each to get its answer (503 where it
+ * needs the engine), or SERVER_FRESH_WAIT_S passes. */
+static void wait_fresh(struct hy_server *s)
+{
+    if (!s->loop)
+        return;
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < (int)(SERVER_FRESH_WAIT_S * 100) && hy_loop_drain_fresh(s) != 0; i++)
+        nanosleep(&tick, NULL);
+}
+
 int hy_server_drain(struct hy_server *s)
 {
     atomic_store(&s->draining, true);
     hy_loop_drain(s); /* the listener closes now: new clients are refused */
+    wait_fresh(s);
     int n = atomic_load(&s->active);
     if (n)
         HY_LOGI("serve: draining %d running request(s), up to %.0f s", n, s->cfg.drain_s);

@@ -380,7 +380,27 @@ post slow_s /v1/completions '{"prompt":"x","max_tokens":4000,"ignore_eos":true,"
 code slow_s 200; has slow_s '"code":504'; has slow_s '^data: \[DONE\]'
 post slow_tr /api/translate "{\"text\":\"$(head -c 300 /dev/zero | tr '\0' 'a')\",\"tgt\":\"de\",\"max_tokens\":4000}"
 err slow_tr 504 timeout
-kill -TERM "$PID"
+# a client that connected before SIGTERM and sends its request just after it hears an
+# answer (503: the engine is draining), not a reset
+python3 - "$PORT" "$PID" >"$TMP/fresh.out" 2>&1 <<'EOF'
+import os, signal, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(0.3)  # the server has accepted it
+os.kill(int(sys.argv[2]), signal.SIGTERM)
+time.sleep(0.3)  # the drain has begun: the listening socket is closed
+body = b'{"prompt":"x","max_tokens":2}'
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(repr(data[:200]))
+EOF
+checks=$((checks + 1))
+grep -q "HTTP/1.1 503" "$TMP/fresh.out" || fail "drain: a connected client's request got no 503: $(cat "$TMP/fresh.out")"
 wait "$PID"
 pids=""
 
