@@ -9,7 +9,8 @@
 // keyboard-only focus order, a streamed translation (text grows while the request runs),
 // elapsed time and tokens/s, copy, swap, upload of a .md document with its progress bar and
 // the download of its translation, the glossary and context boxes (sent as the request's
-// glossary and context; refused on the 7b-style tiny model), an .srt upload translated with
+// glossary and context; refused on the 7b-style tiny model), the stored-glossary picker
+// (the pair's glossaries, sent as glossary_id), an .srt upload translated with
 // format "srt" (timings kept) and downloaded as .srt, the translation-memory note (hymt
 // runs with --tm), the error on an over-long text (413, server's message),
 // the demo banner, no external requests, no page errors, a phone-sized layout. Screenshots
@@ -336,7 +337,7 @@ sys.stdout.buffer.write(b.getvalue())`]);
       'assert z.read("word/styles.xml") == b"styles" and b"<w:t>" in z.read("word/document.xml")', dl2Path]);
     check('.docx downloaded as a .docx', dl2.suggestedFilename() === 'letter.de.docx' && chk.status === 0, dl2.suggestedFilename() + ' ' + chk.stderr);
   }
-  await pro(page);
+  await pro(page, base);
 
   // Over-long text: the counter warns, the server's 413 message is shown.
   await page.click('#clear');
@@ -419,8 +420,9 @@ async function detection(browser, base) {
   await tw.close();
 }
 
-// The glossary and context boxes, an .srt document and the translation-memory note.
-async function pro(page) {
+// The glossary and context boxes, the stored-glossary picker, an .srt document and the
+// translation-memory note.
+async function pro(page, base) {
   const bodies = [];
   const onReq = (r) => { if (r.url().endsWith('/api/translate') && r.method() === 'POST') bodies.push(JSON.parse(r.postData() || '{}')); };
   page.on('request', onReq);
@@ -449,6 +451,7 @@ async function pro(page) {
   check('bad glossary line named', /Glossary line 1/.test(await page.textContent('#error')), await page.textContent('#error'));
   await page.fill('#glossary', '');
   await page.fill('#context', '');
+  await storedGlossary(page, base, bodies, mark, settle);
   // a subtitle file: sent with format "srt", comes back with its timings, downloads as .srt
   const srt = '1\n00:00:01,000 --> 00:00:02,500\nHello there.\nSecond line.\n\n2\n00:00:03,000 --> 00:00:04,000\nGood bye.\n';
   await mark();
@@ -474,6 +477,49 @@ async function pro(page) {
   const note = await page.isVisible('#tm-note') ? await page.textContent('#tm-note') : '';
   check('translation-memory note shown', stub ? /1 segment from the translation memory/.test(note) : /translation memory/.test(note), note);
   page.off('request', onReq);
+}
+
+// The stored-glossary picker: the server's glossaries for the language pair (hymt gets two
+// made here, en->de and en->ja), sent as glossary_id; not together with the glossary box.
+async function storedGlossary(page, base, bodies, mark, settle) {
+  if (!stub) {
+    for (const [name, tgt] of [['Legal', 'de'], ['Support', 'ja']]) {
+      const r = await fetch(base + 'v1/glossaries', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name, source_lang: 'en', target_lang: tgt, entries: [{ source: 'cat', target: tgt === 'de' ? 'Katze' : 'neko' }] }) });
+      check(`glossary ${name} stored`, r.status === 201, String(r.status));
+    }
+  }
+  await page.selectOption('#src-lang', 'en');
+  await page.selectOption('#tgt-lang', 'de');
+  await page.click('#terms-box summary'); // closed and opened again: the list is read on opening
+  await page.click('#terms-box summary');
+  await page.waitForSelector('#stored-box:not([hidden])', { timeout: 10000 });
+  const opts = await page.$$eval('#glossary-id option', (os) => os.map((o) => [o.value, o.textContent]));
+  check('stored glossaries: only the pair\'s listed', opts.length === 2 && opts[0][0] === '' &&
+    /^Legal \(en → de, (12 terms|1 term)\)$/.test(opts[1][1]), JSON.stringify(opts));
+  await page.selectOption('#tgt-lang', 'ja');
+  const ja = await page.$$eval('#glossary-id option', (os) => os.map((o) => o.textContent));
+  check('stored glossaries follow the target language', ja.length === 2 && /^Support /.test(ja[1]), JSON.stringify(ja));
+  await page.selectOption('#tgt-lang', 'de');
+  await page.selectOption('#glossary-id', opts[1][0]);
+  await page.fill('#src-text', 'My cat.');
+  await mark();
+  await page.click('#translate');
+  await settle();
+  const b = bodies[bodies.length - 1] || {};
+  check('stored glossary sent as glossary_id', b.glossary_id === opts[1][0] && b.glossary === undefined, JSON.stringify(b));
+  const st = await page.getAttribute('body', 'data-state');
+  if (stub) check('translated with a stored glossary', st === 'done');
+  else check('7b-style model refuses the stored glossary, message shown', st === 'error' && /HY-MT1\.5/.test(await page.textContent('#error')), await page.textContent('#error'));
+  const before = bodies.length;
+  await page.fill('#glossary', 'cat=Katze');
+  await mark();
+  await page.click('#translate');
+  await settle();
+  check('glossary box and stored glossary together refused on the page', bodies.length === before &&
+    /not both/.test(await page.textContent('#error')), await page.textContent('#error'));
+  await page.fill('#glossary', '');
+  await page.selectOption('#glossary-id', '');
 }
 
 async function setOptions(page, o) {

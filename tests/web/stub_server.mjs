@@ -16,7 +16,9 @@
 //        Text containing "__queue_full__" gets 429 with Retry-After; over --max-chars 413;
 //        "__slow__" slows the stream down (for Stop); "__tm__" puts "tm": {"hits": segments}
 //        into the done event (as `hymt serve --tm`); "format" srt/vtt keeps numbers, timings
-//        and headers (as the server's splitter); glossary/context are accepted.
+//        and headers (as the server's splitter); glossary/context are accepted; glossary_id
+//        must name one of GLOSSARIES (404 as the server, not both with glossary: 400).
+//   GET  /v1/glossaries  {"glossaries": GLOSSARIES} (the server's stored glossaries' shape)
 //   POST /detect  {"q"}: LibreTranslate's shape, [{"language","confidence"}, ...]; a toy
 //        detector (Han -> zh, a few German words -> de, other letters -> en, none -> []),
 //        enough for the page's detection as you type (the real one: hymt's test mode).
@@ -36,6 +38,12 @@ const MODEL = 'hymt-demo-tiny';
 const CODES = ['zh', 'en', 'fr', 'pt', 'es', 'ja', 'tr', 'ru', 'ar', 'ko', 'th', 'it', 'de', 'vi',
   'ms', 'id', 'tl', 'hi', 'zh-Hant', 'pl', 'cs', 'nl', 'km', 'my', 'fa', 'gu', 'ur', 'te', 'mr',
   'he', 'bn', 'ta', 'uk', 'bo', 'kk', 'mn', 'ug', 'yue'];
+
+const GLOSSARIES = [
+  { glossary_id: 'a1b2c3d4-0000-4000-8000-000000000001', name: 'Legal', source_lang: 'en', target_lang: 'de', entry_count: 12, creation_time: '2026-12-01T00:00:00Z', ready: true },
+  { glossary_id: 'a1b2c3d4-0000-4000-8000-000000000002', name: 'Menu', source_lang: 'fr', target_lang: 'de', entry_count: 1, creation_time: '2026-12-01T00:00:00Z', ready: true },
+  { glossary_id: 'a1b2c3d4-0000-4000-8000-000000000003', name: 'Support', source_lang: 'en', target_lang: 'ja', entry_count: 40, creation_time: '2026-12-01T00:00:00Z', ready: true },
+];
 
 function sendJson(res, status, obj, headers = {}) {
   const body = JSON.stringify(obj);
@@ -72,6 +80,10 @@ async function translate(req, res, body) {
   if (src !== 'auto' && !CODES.includes(src)) return sendError(res, 400, 'invalid_request_error', `unknown source_lang "${src}"`);
   const n = [...text].length;
   if (n > maxChars) return sendError(res, 413, 'invalid_request_error', `text is ${n} characters; the limit is ${maxChars} (--max-chars)`);
+  if (j.glossary_id !== undefined) {
+    if (j.glossary !== undefined) return sendError(res, 400, 'invalid_request_error', 'give glossary or glossary_id, not both');
+    if (!GLOSSARIES.some((g) => g.glossary_id === j.glossary_id)) return sendError(res, 404, 'not_found_error', 'glossary_id: no such glossary');
+  }
   if (text.includes('__queue_full__')) return sendError(res, 429, 'rate_limit_error', 'queue full (stub): 16 requests waiting', { 'Retry-After': '1' });
   const detected = src === 'auto' ? (/[\u4e00-\u9fff]/.test(text) ? 'zh' : 'en') : src;
   const t0 = Date.now();
@@ -131,6 +143,7 @@ const server = http.createServer((req, res) => {
         description: 'random-weight demo model (stub)' }],
     });
   }
+  if (req.method === 'GET' && url.pathname === '/v1/glossaries') return sendJson(res, 200, { glossaries: GLOSSARIES });
   if (url.pathname === '/api/translate') {
     if (req.method !== 'POST') return sendError(res, 405, 'invalid_request_error', 'use POST');
     let body = '';
