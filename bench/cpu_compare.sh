@@ -7,14 +7,18 @@
 # in bench/RESULTS.md names the commit measured), makes a random HY-MT1.5-1.8B-shape
 # checkpoint (`hymt make-test-model --preset 1.8b`), converts it with `hymt convert` to
 # Q4_0, Q8_0 and Q4_K_M GGUF, then for each type runs, ROUNDS times and alternating,
-#   hymt bench -m FILE --batch 1 --prompt-len 64 --gen-len 32 -t THREADS
-#   llama-bench -m FILE -t THREADS -p 64 -n 32
+#   hymt bench -m FILE --batch 1 --prompt-len 64 --gen-len 32 -t THREADS --repeat REPS
+#   llama-bench -m FILE -t THREADS -p 64 -n 32 -r REPS
 # so that background load on a shared machine hits both alike, and prints the prompt and
-# decode tok/s of both (ranges over the rounds) with the ratio hymt / llama.cpp.
+# decode tok/s of both (ranges over the rounds) with the ratio hymt / llama.cpp. Each
+# program reports per round the mean of REPS measurements after its own warm-up (llama-bench
+# its -r repetitions, hymt bench its --repeat passes on one engine), so that one noisy
+# measurement does not decide a round.
 #
-# Environment: THREADS (2), ROUNDS (3), TYPES ("q4_0 q8_0 q4_k_m"), LLAMA_CMAKE_FLAGS (the
-# CPU flags below: llama.cpp's native build uses every instruction of the build machine,
-# and the development machine's compiler picks some its CPU lacks; set them for yours),
+# Environment: THREADS (2), ROUNDS (3), REPS (5, llama-bench's default), TYPES ("q4_0 q8_0
+# q4_k_m"), LLAMA_CMAKE_FLAGS (the CPU flags below: llama.cpp's native build uses every
+# instruction of the build machine, and the development machine's compiler picks some its
+# CPU lacks; set them for yours),
 # JOBS (build parallelism, nproc), HYMT_BUILD and LLAMA_BUILD (build folders, reused:
 # WORK/hymt-build and WORK/llama-build).
 set -eu
@@ -23,6 +27,7 @@ LLAMA_SRC=$(cd "$1" && pwd)
 WORK=${2:-/tmp/hymt-cpu-compare}
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
+REPS=${REPS:-5}
 TYPES=${TYPES:-"q4_0 q8_0 q4_k_m"}
 JOBS=${JOBS:-$(nproc)}
 LLAMA_CMAKE_FLAGS=${LLAMA_CMAKE_FLAGS:-"-DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON \
@@ -57,16 +62,17 @@ done
 
 echo "machine: $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(date -u '+%F %H:%M') UTC"
 echo "llama.cpp: $LLAMA_SRC$( [ -f "$LLAMA_SRC/COMMIT" ] && echo " (commit $(cat "$LLAMA_SRC/COMMIT"))")"
-echo "threads $THREADS, prompt 64 tokens, 32 generated, $ROUNDS alternating rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "threads $THREADS, prompt 64 tokens, 32 generated, $ROUNDS alternating rounds of $REPS measurements each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 R=$WORK/results.txt
 : >"$R"
 for round in $(seq "$ROUNDS"); do
     for t in $TYPES; do
         # hymt bench: | batch | TTFT | prompt tok/s | decode tok/s per seq | ...
-        "$HYMT" bench -m "$WORK/$t.gguf" --batch 1 --prompt-len 64 --gen-len 32 -t "$THREADS" 2>/dev/null |
+        "$HYMT" bench -m "$WORK/$t.gguf" --batch 1 --prompt-len 64 --gen-len 32 -t "$THREADS" \
+            --repeat "$REPS" 2>/dev/null |
             awk -F'|' -v t="$t" '$2 + 0 == 1 { printf "%s hymt %s %s\n", t, $4 + 0, $5 + 0 }' >>"$R"
         # llama-bench CSV: one row for pp64, one for tg32
-        "$LBENCH" -m "$WORK/$t.gguf" -t "$THREADS" -p 64 -n 32 -o csv 2>/dev/null | tr -d '"' |
+        "$LBENCH" -m "$WORK/$t.gguf" -t "$THREADS" -p 64 -n 32 -r "$REPS" -o csv 2>/dev/null | tr -d '"' |
             awk -F, -v t="$t" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                 { if ($c["n_prompt"] > 0) p = $c["avg_ts"]; else g = $c["avg_ts"] }
                 END { printf "%s llama %s %s\n", t, p + 0, g + 0 }' >>"$R"

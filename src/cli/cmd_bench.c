@@ -10,11 +10,13 @@
 #include "engine/engine.h"
 #include "translate/doc.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BENCH_MAX_BATCHES 16
 #define BENCH_MAX_BATCH 4096
+#define BENCH_MAX_REPEAT 100
 
 static const struct cli_cmd cmd = {
     "bench",
@@ -30,6 +32,9 @@ static const struct cli_cmd cmd = {
     "  --prompt-len N           prompt tokens per request (default 64)\n"
     "  --gen-len N              generated tokens per request (default 64)\n"
     "  --max-batch-tokens N     tokens per engine step (default 2048)\n"
+    "  -r, --repeat N           timed passes of each batch size, on one engine after one\n"
+    "                           warm-up request (default 1); the table shows their means,\n"
+    "                           prompt and decode rates as MEAN +- SD over the passes\n"
     "  --kv-memory SIZE         KV pool size, e.g. 2G (default: enough for the largest batch)\n"
     "  -t, --threads N          CPU threads (default: all online CPUs)\n"
     "  --device D               auto (default: CUDA when a GPU is present), cpu or cuda\n"
@@ -49,13 +54,13 @@ static const struct cli_cmd cmd = {
 
 struct bench_opts {
     const char *model, *batches, *device, *kv, *translate, *to, *quant, *kv_type;
-    int64_t prompt_len, gen_len, mbt, threads;
+    int64_t prompt_len, gen_len, mbt, threads, repeat;
     bool batch_inv, fp8_gemm;
 };
 
 struct row {
     int batch;
-    double ttft_ms, per_seq, total, step_ms, wall_s, prefill, dev_gib;
+    double ttft_ms, per_seq, total, step_ms, wall_s, prefill, dev_gib, prefill_sd, per_seq_sd;
 };
 
 /* One untimed request of the same prompt length, so that the timed ones do not pay for
@@ -74,39 +79,22 @@ static void warm_up(struct hy_engine *e, const int32_t *prompt, int n)
     hy_engine_release(e, h);
 }
 
-static int run_batch(struct hy_model *m, const struct bench_opts *o, int B, struct row *out)
+/* One timed pass: B requests of random prompts (rng carries on, so no pass repeats an
+ * earlier prompt), read to the end. Fills every field of *out but dev_gib. */
+static void timed_pass(struct hy_engine *e, const struct hy_model *m, const struct bench_opts *o,
+                       int B, uint64_t *h, int32_t *prompt, uint64_t *rng, struct row *out)
 {
-    struct hy_engine_params p = hy_engine_params_default();
-    p.max_running = B;
-    p.max_queue = B;
-    p.max_batch_tokens = (int)(o->mbt > B ? o->mbt : B);
-    p.max_seq_tokens = (int)(o->prompt_len + o->gen_len);
     const struct hy_config *cf = &m->cfg;
-    int64_t per_tok = cf->num_hidden_layers * 2 * cf->num_key_value_heads * cf->head_dim * 4;
-    p.kv_bytes = o->kv ? cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)
-                       : per_tok * (p.max_seq_tokens + p.block_size) * (int64_t)B;
-    struct hy_engine *e = NULL;
+    int32_t ids[256];
     struct hy_err err = {{0}};
-    if (p.kv_bytes < 0 || hy_engine_create(&e, m, &p, &err)) {
-        fprintf(stderr, "hymt bench: %s\n", err.msg);
-        return 1;
-    }
-    uint64_t *h = calloc((size_t)B, sizeof *h);
-    int32_t *prompt = malloc((size_t)o->prompt_len * sizeof *prompt), ids[256];
-    uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)B;
-    if (prompt) {
-        for (int j = 0; j < o->prompt_len; j++)
-            prompt[j] = (int32_t)((j * 7919 + 13) % cf->vocab_size);
-        warm_up(e, prompt, (int)o->prompt_len);
-    }
     double t0 = hy_clock_now(), ttft = 0, per_seq = 0, ttft_max = 0;
     int64_t tokens = 0;
     struct hy_engine_stats s0, s1;
     hy_engine_stats(e, &s0);
-    for (int i = 0; i < B && h && prompt; i++) {
+    for (int i = 0; i < B; i++) {
         for (int j = 0; j < o->prompt_len; j++) {
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            prompt[j] = (int32_t)((rng >> 33) % (uint64_t)cf->vocab_size);
+            *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+            prompt[j] = (int32_t)((*rng >> 33) % (uint64_t)cf->vocab_size);
         }
         struct hy_engine_request r = {.prompt = prompt, .n_prompt = (int)o->prompt_len,
                                       .max_new_tokens = (int)o->gen_len};
@@ -128,17 +116,86 @@ static int run_batch(struct hy_model *m, const struct bench_opts *o, int B, stru
     }
     double wall = hy_clock_now() - t0;
     hy_engine_stats(e, &s1);
-    uint64_t used = 0, total = 0;
-    if (m->be->i->mem_info) /* everything is allocated: weights, pool, scratch, graphs */
-        m->be->i->mem_info(m->be, &used, &total);
-    *out = (struct row){B, 1e3 * ttft / B, per_seq / B, (double)tokens / wall,
+    int bd = B > 0 ? B : 1;
+    *out = (struct row){B, 1e3 * ttft / bd, per_seq / bd, (double)tokens / wall,
                         1e3 * wall / (double)(s1.steps - s0.steps > 0 ? s1.steps - s0.steps : 1),
-                        wall, ttft_max > 0 ? (double)B * (double)o->prompt_len / ttft_max : 0,
-                        (double)used / (1 << 30)};
+                        wall, ttft_max > 0 ? (double)B * (double)o->prompt_len / ttft_max : 0, 0,
+                        0, 0};
+}
+
+/* Mean and sample standard deviation of n values. */
+static void mean_sd(const double *v, int n, double *mean, double *sd)
+{
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++)
+        q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+/* o->repeat timed passes of batch B on one engine after one warm-up request; *out holds
+ * their means (prompt and decode rates with their standard deviations). */
+static int run_batch(struct hy_model *m, const struct bench_opts *o, int B, struct row *out)
+{
+    struct hy_engine_params p = hy_engine_params_default();
+    p.max_running = B;
+    p.max_queue = B;
+    p.max_batch_tokens = (int)(o->mbt > B ? o->mbt : B);
+    p.max_seq_tokens = (int)(o->prompt_len + o->gen_len);
+    const struct hy_config *cf = &m->cfg;
+    int64_t per_tok = cf->num_hidden_layers * 2 * cf->num_key_value_heads * cf->head_dim * 4;
+    p.kv_bytes = o->kv ? cli_parse_size(&cmd, "--kv-memory", o->kv, 1, INT64_MAX)
+                       : per_tok * (p.max_seq_tokens + p.block_size) * (int64_t)B;
+    struct hy_engine *e = NULL;
+    struct hy_err err = {{0}};
+    if (p.kv_bytes < 0 || hy_engine_create(&e, m, &p, &err)) {
+        fprintf(stderr, "hymt bench: %s\n", err.msg);
+        return 1;
+    }
+    uint64_t *h = calloc((size_t)B, sizeof *h);
+    int32_t *prompt = malloc((size_t)o->prompt_len * sizeof *prompt);
+    uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)B;
+    int n = (int)o->repeat, rc = 1;
+    double pre[BENCH_MAX_REPEAT], dec[BENCH_MAX_REPEAT];
+    if (h && prompt) {
+        for (int j = 0; j < o->prompt_len; j++)
+            prompt[j] = (int32_t)((j * 7919 + 13) % cf->vocab_size);
+        warm_up(e, prompt, (int)o->prompt_len);
+        struct row sum = {0}, r;
+        for (int k = 0; k < n; k++) {
+            timed_pass(e, m, o, B, h, prompt, &rng, &r);
+            pre[k] = r.prefill;
+            dec[k] = r.per_seq;
+            sum.batch = r.batch;
+            sum.ttft_ms += r.ttft_ms / n;
+            sum.total += r.total / n;
+            sum.step_ms += r.step_ms / n;
+            sum.wall_s += r.wall_s / n;
+        }
+        mean_sd(pre, n, &sum.prefill, &sum.prefill_sd);
+        mean_sd(dec, n, &sum.per_seq, &sum.per_seq_sd);
+        uint64_t used = 0, total = 0;
+        if (m->be->i->mem_info) /* everything is allocated: weights, pool, scratch, graphs */
+            m->be->i->mem_info(m->be, &used, &total);
+        sum.dev_gib = (double)used / (1 << 30);
+        *out = sum;
+        rc = 0;
+    }
     free(h);
     free(prompt);
     hy_engine_destroy(e);
-    return 0;
+    return rc;
+}
+
+static void print_row(const struct row *w, bool sd)
+{
+    char pre[48], dec[48];
+    snprintf(pre, sizeof pre, sd ? "%.0f +- %.0f" : "%.0f", w->prefill, w->prefill_sd);
+    snprintf(dec, sizeof dec, sd ? "%.2f +- %.2f" : "%.2f", w->per_seq, w->per_seq_sd);
+    printf("| %d | %.1f | %s | %s | %.2f | %.1f | %.2f | %.2f |\n", w->batch, w->ttft_ms, pre, dec,
+           w->total, w->step_ms, w->wall_s, w->dev_gib);
 }
 
 static hy_status count_sink(void *ctx, const char *s, size_t n, struct hy_err *err)
@@ -213,13 +270,14 @@ static int parse_batches(const char *s, int *out)
 int cmd_bench(int argc, char **argv)
 {
     struct bench_opts o = {.batches = "1,8,32", .device = "auto", .prompt_len = 64, .gen_len = 64,
-                           .mbt = 2048, .to = "en"};
+                           .mbt = 2048, .repeat = 1, .to = "en"};
     struct cli_opt opts[] = {
         {"m|model", CLI_STR, &o.model, 0, 0, false},
         {"batch", CLI_STR, &o.batches, 0, 0, false},
         {"prompt-len", CLI_INT, &o.prompt_len, 1, 1 << 20, false},
         {"gen-len", CLI_INT, &o.gen_len, 1, 1 << 20, false},
         {"max-batch-tokens", CLI_INT, &o.mbt, 1, 1 << 20, false},
+        {"r|repeat", CLI_INT, &o.repeat, 1, BENCH_MAX_REPEAT, false},
         {"kv-memory", CLI_STR, &o.kv, 0, 0, false},
         CLI_LOAD_OPTS(&o),
         {"translate", CLI_STR, &o.translate, 0, 0, false},
@@ -279,8 +337,10 @@ int cmd_bench(int argc, char **argv)
         be->i->destroy(be);
         return rt;
     }
-    printf("prompt %lld tokens, generate %lld tokens, greedy, after one warm-up request\n",
-           (long long)o.prompt_len, (long long)o.gen_len);
+    printf("prompt %lld tokens, generate %lld tokens, greedy, after one warm-up request; "
+           "%lld timed pass%s%s\n", (long long)o.prompt_len, (long long)o.gen_len,
+           (long long)o.repeat, o.repeat > 1 ? "es, their means" : "",
+           o.repeat > 1 ? " (prompt and decode: MEAN +- SD)" : "");
     printf("| batch | TTFT ms (mean) | prompt tok/s | decode tok/s per seq | total gen tok/s "
            "| step ms | wall s | device GiB |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -289,8 +349,7 @@ int cmd_bench(int argc, char **argv)
         struct row w;
         rc = run_batch(m, &o, batches[i], &w);
         if (!rc)
-            printf("| %d | %.1f | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f |\n", w.batch,
-                   w.ttft_ms, w.prefill, w.per_seq, w.total, w.step_ms, w.wall_s, w.dev_gib);
+            print_row(&w, o.repeat > 1);
         fflush(stdout);
     }
     hy_model_destroy(m);

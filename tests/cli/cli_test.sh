@@ -171,6 +171,15 @@ contains "$TMP/err" "out of the vocabulary" "names the bad id"
 expect 1 "generate missing model" -- "$HYMT" generate -m "$TMP/nope" --ids 1 -n 1
 expect 1 "generate unwritable dump" -- "$HYMT" -q generate -m "$M" --ids 1 -n 1 --dump-logits /nonexistent/dir/x
 
+# hymt bench --repeat: one engine, N timed passes, prompt and decode as MEAN +- SD
+expect 0 "bench --repeat 2" -- "$HYMT" -q bench -m "$M" --batch 1 --prompt-len 4 --gen-len 3 -t 1 --repeat 2
+contains "$TMP/out" "2 timed passes, their means" "bench --repeat names the passes"
+checks=$((checks + 1))
+grep -Eq '^\| 1 \| [0-9.]+ \| [0-9]+ \+- [0-9]+ \| [0-9.]+ \+- [0-9.]+ \| ' "$TMP/out" ||
+    { fails=$((fails + 1)); echo "FAIL: bench --repeat row:"; cat "$TMP/out"; }
+expect 2 "bench --repeat 0" -- "$HYMT" bench -m "$M" --repeat 0
+one_line "bench --repeat 0"
+
 # hymt help CMD, --version, the global options after the command name
 expect 0 "help" -- "$HYMT" help
 contains "$TMP/out" "help COMMAND" "help lists itself"
