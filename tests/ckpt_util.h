@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define CK_MAXT 160
+#define CK_MAXT 320
 
 struct ck_tensor {
     char name[HY_ST_MAX_NAME];

@@ -15,7 +15,7 @@
 
 #define MAX_PATTERN 512 /* bytes of one ignore entry */
 
-enum ign_kind { IGN_EXACT, IGN_REGEX, IGN_GLOB };
+enum ign_kind { IGN_EXACT, IGN_REGEX, IGN_GLOB, IGN_SUBSTR };
 
 struct hy_quant_ignore {
     enum ign_kind kind;
@@ -48,7 +48,7 @@ void hy_quant_config_free(struct hy_quant_config *q)
     memset(q, 0, sizeof *q);
 }
 
-static hy_status add_ignore(struct hy_quant_config *q, const json_t *v, bool glob,
+static hy_status add_ignore(struct hy_quant_config *q, const json_t *v, enum ign_kind how,
                             const char *key, size_t idx, struct hy_err *err)
 {
     if (!json_is_string(v))
@@ -69,8 +69,8 @@ static hy_status add_ignore(struct hy_quant_config *q, const json_t *v, bool glo
     }
     struct hy_quant_ignore *e = &q->ignore[q->n_ignore];
     memset(e, 0, sizeof *e);
-    bool re = !glob && strncmp(s, "re:", 3) == 0;
-    e->kind = glob ? IGN_GLOB : re ? IGN_REGEX : IGN_EXACT;
+    bool re = how == IGN_EXACT && strncmp(s, "re:", 3) == 0;
+    e->kind = re ? IGN_REGEX : how;
     e->text = strdup(re ? s + 3 : s);
     if (!e->text)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
@@ -97,7 +97,7 @@ static hy_status add_ignore(struct hy_quant_config *q, const json_t *v, bool glo
 }
 
 static hy_status add_ignore_list(struct hy_quant_config *q, const json_t *obj, const char *key,
-                                 bool glob, struct hy_err *err)
+                                 enum ign_kind how, struct hy_err *err)
 {
     const json_t *a = json_object_get(obj, key);
     if (!a || json_is_null(a))
@@ -106,15 +106,32 @@ static hy_status add_ignore_list(struct hy_quant_config *q, const json_t *obj, c
         return hy_err_set(err, HY_E_FORMAT, "%s must be an array, got %s", key,
                           hy_json_type_name(a));
     for (size_t i = 0; i < json_array_size(a); i++) {
-        hy_status s = add_ignore(q, json_array_get(a, i), glob, key, i, err);
+        hy_status s = add_ignore(q, json_array_get(a, i), how, key, i, err);
         if (s)
             return s;
     }
     return HY_OK;
 }
 
+/* name with each run of digits replaced by "*", as transformers' FineGrainedFP8 matches
+ * modules_to_not_convert ("model.layers.*.mlp.gate"). */
+static void star_digits(const char *name, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (const char *p = name; *p && k + 1 < cap; p++) {
+        bool digit = *p >= '0' && *p <= '9';
+        if (!digit)
+            out[k++] = *p;
+        else if (p == name || p[-1] < '0' || p[-1] > '9')
+            out[k++] = '*';
+    }
+    out[k] = 0;
+}
+
 bool hy_quant_config_ignored(const struct hy_quant_config *q, const char *name, bool is_linear)
 {
+    char starred[MAX_PATTERN * 2];
+    star_digits(name, starred, sizeof starred);
     for (int i = 0; i < q->n_ignore; i++) {
         const struct hy_quant_ignore *e = &q->ignore[i];
         switch (e->kind) {
@@ -124,6 +141,10 @@ bool hy_quant_config_ignored(const struct hy_quant_config *q, const char *name, 
             break;
         case IGN_GLOB:
             if (fnmatch(e->text, name, 0) == 0)
+                return true;
+            break;
+        case IGN_SUBSTR:
+            if (strstr(name, e->text) || strstr(starred, e->text))
                 return true;
             break;
         case IGN_REGEX: {
@@ -228,9 +249,64 @@ static hy_status parse_ct(struct hy_quant_config *q, const json_t *qc, struct hy
     }
     const json_t *kv = json_object_get(qc, "kv_cache_scheme");
     q->kv_cache_scheme = kv && !json_is_null(kv);
-    s = add_ignore_list(q, qc, "ignore", false, err);
+    s = add_ignore_list(q, qc, "ignore", IGN_EXACT, err);
     if (!s)
-        s = add_ignore_list(q, qc, "ignored_layers", false, err);
+        s = add_ignore_list(q, qc, "ignored_layers", IGN_EXACT, err);
+    return s;
+}
+
+/* quant_method "fp8": transformers' FineGrainedFP8Config / vLLM's Fp8Config keys. */
+static hy_status parse_fp8(struct hy_quant_config *q, const json_t *qc, struct hy_err *err)
+{
+    char act[16] = "dynamic", fmt[16] = "e4m3", sfmt[16] = "";
+    hy_status s = hy_json_get_str(qc, "activation_scheme", false, act, sizeof act, err);
+    if (!s)
+        s = hy_json_get_str(qc, "fmt", false, fmt, sizeof fmt, err);
+    if (!s)
+        s = hy_json_get_str(qc, "scale_fmt", false, sfmt, sizeof sfmt, err);
+    if (s)
+        return s;
+    if (strcmp(act, "dynamic") && strcmp(act, "static"))
+        return hy_err_set(err, HY_E_UNSUPPORTED, "fp8 activation_scheme '%s' (dynamic and static "
+                          "are supported)", act);
+    if (strcmp(fmt, "e4m3"))
+        return hy_err_set(err, HY_E_UNSUPPORTED, "fp8 fmt '%s' (e4m3 is supported)", fmt);
+    if (sfmt[0] && strcmp(sfmt, "ue8m0"))
+        return hy_err_set(err, HY_E_UNSUPPORTED, "fp8 scale_fmt '%s' (ue8m0 or none is "
+                          "supported)", sfmt);
+    q->act_static = !strcmp(act, "static");
+    const json_t *b = json_object_get(qc, "weight_block_size");
+    if (b && !json_is_null(b)) {
+        if (!json_is_array(b) || json_array_size(b) != 2)
+            return hy_err_set(err, HY_E_FORMAT, "weight_block_size must be [rows, cols], got %s",
+                              json_is_array(b) ? "an array of another length"
+                                               : hy_json_type_name(b));
+        int dims[2];
+        for (size_t i = 0; i < 2; i++) {
+            const json_t *v = json_array_get(b, i);
+            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                json_integer_value(v) > 65536)
+                return hy_err_set(err, HY_E_RANGE, "weight_block_size[%zu] must be an integer "
+                                  "from 1 to 65536", i);
+            dims[i] = (int)json_integer_value(v);
+        }
+        if (q->act_static)
+            return hy_err_set(err, HY_E_UNSUPPORTED, "fp8 block scales (weight_block_size) "
+                              "with static activations");
+        q->block_rows = dims[0];
+        q->block_cols = dims[1];
+    } else {
+        q->w_per_tensor = true; /* AutoFP8: one weight_scale a tensor */
+    }
+    s = add_ignore_list(q, qc, "modules_to_not_convert", IGN_SUBSTR, err);
+    if (!s)
+        s = add_ignore_list(q, qc, "ignored_layers", IGN_EXACT, err);
+    json_t *head = s ? NULL : json_string("lm_head");
+    if (!s && !head)
+        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
+    if (!s) /* transformers always leaves the head unconverted */
+        s = add_ignore(q, head, IGN_SUBSTR, "lm_head", 0, err);
+    json_decref(head);
     return s;
 }
 
@@ -281,7 +357,7 @@ static hy_status parse_hf(struct hy_quant_config *q, const json_t *root, struct 
         return hy_err_set(err, HY_E_UNSUPPORTED, "quant_algo '%s' (FP8 is supported)", algo);
     const json_t *kv = json_object_get(qz, "kv_cache_quant_algo");
     q->kv_cache_scheme |= kv && !json_is_null(kv);
-    return add_ignore_list(q, qz, "exclude_modules", true, err);
+    return add_ignore_list(q, qz, "exclude_modules", IGN_GLOB, err);
 }
 
 static hy_status parse_all(struct hy_quant_config *q, const json_t *cfg, const json_t *hf,
@@ -306,13 +382,17 @@ static hy_status parse_all(struct hy_quant_config *q, const json_t *cfg, const j
             q->method = HY_QUANT_FP8;
             snprintf(q->source, sizeof q->source, "compressed-tensors");
             s = parse_ct(q, qc, err);
+        } else if (!s && !strcmp(method, "fp8")) {
+            q->method = HY_QUANT_FP8;
+            snprintf(q->source, sizeof q->source, "fp8");
+            s = parse_fp8(q, qc, err);
         } else if (!s && !strcmp(method, "gptq")) {
             q->method = HY_QUANT_GPTQ;
             snprintf(q->source, sizeof q->source, "gptq");
             s = parse_gptq(q, qc, err);
         } else if (!s) {
-            s = hy_err_set(err, HY_E_UNSUPPORTED, "quant_method '%s' (compressed-tensors fp8 and "
-                           "gptq are supported)", method);
+            s = hy_err_set(err, HY_E_UNSUPPORTED, "quant_method '%s' (compressed-tensors fp8, fp8 "
+                           "and gptq are supported)", method);
         }
         if (s) {
             hy_err_prefix(err, "%s", key);

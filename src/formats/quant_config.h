@@ -16,10 +16,22 @@
  * wildcards, as ModelOpt writes them) join the ignore list. A folder with only
  * hf_quant_config.json (quant_algo FP8) is read as FP8 too (per-tensor or per-channel scales
  * as stored, static input scales optional).
+ * FP8 (transformers' FineGrainedFP8Config, vLLM's Fp8Config, DeepSeek-V3's layout; the
+ * Hy-MT2-30B-A3B-FP8 repo's tags point here): quant_method "fp8", activation_scheme
+ * "dynamic" (the default) or "static", weight_block_size [rows, cols] (each 1 to 65536) or
+ * absent/null, fmt "e4m3" when present, scale_fmt "ue8m0" or absent (power-of-two scales,
+ * stored as float all the same), modules_to_not_convert (transformers: an entry matches a
+ * module whose name, or that name with every digit run replaced by "*", contains it;
+ * "lm_head" is always added, as transformers does) and ignored_layers (vLLM's: exact or
+ * "re:"). With weight_block_size every fp8 linear stores weight_scale_inv [ceil(out/rows),
+ * ceil(in/cols)] (block_rows/block_cols set); block scales with static activations are
+ * HY_E_UNSUPPORTED (transformers and vLLM refuse them too). Without it the checkpoint is
+ * AutoFP8's per-tensor form (weight_scale, and input_scale when static), read as the
+ * compressed-tensors one.
  * GPTQ (doc 6.2): quant_method "gptq", bits 4, group_size (-1 for one group per column, or a
  * positive size; the loader checks it divides in-features), desc_act, sym,
  * checkpoint_format "gptq" (zeros stored minus one, the default) or "gptq_v2" (zeros as is).
- * Anything else (awq, bitsandbytes, int8 compressed-tensors, fp8 blocks, nvfp4, ...) is
+ * Anything else (awq, bitsandbytes, int8 compressed-tensors, nvfp4, ...) is
  * HY_E_UNSUPPORTED naming what was found; malformed values are HY_E_FORMAT / HY_E_RANGE
  * naming the file and key. No quantization config at all is method HY_QUANT_NONE.
  * The struct owns its ignore list (hy_quant_config_free); reading it is thread-safe. */
@@ -40,12 +52,13 @@ struct hy_quant_ignore; /* one ignore entry (exact, regex, wildcard or class) */
 
 struct hy_quant_config {
     enum hy_quant_method method;
-    char source[32];         /* "compressed-tensors", "hf_quant_config", "gptq" ("" for none) */
+    char source[32];         /* "compressed-tensors", "fp8", "hf_quant_config", "gptq" ("" for none) */
     /* FP8 */
     bool w_per_tensor;       /* some group has weights strategy "tensor" */
     bool w_per_channel;      /* some group has weights strategy "channel" */
     bool act_static;         /* some group has static per-tensor input activations */
     bool kv_cache_scheme;    /* kv_cache_scheme / kv_cache_quant_algo set (not used: logged) */
+    int block_rows, block_cols; /* quant_method "fp8" weight_block_size; 0: no block scales */
     struct hy_quant_ignore *ignore;
     int n_ignore;
     /* GPTQ */

@@ -108,6 +108,41 @@ static void test_gptq(void)
     hy_quant_config_free(&q);
 }
 
+/* quant_method "fp8": transformers' FineGrainedFP8Config (DeepSeek-V3 / Hy3 form) and
+ * AutoFP8's per-tensor form. */
+static void test_fp8_method(void)
+{
+    struct hy_quant_config q;
+    struct hy_err e = {{0}};
+    CHECKF(hy_quant_config_parse(&q, "{\"quantization_config\": {\"quant_method\": \"fp8\", "
+                                 "\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", "
+                                 "\"weight_block_size\": [128, 64], \"modules_to_not_convert\": "
+                                 "[\"mlp.router.gate\", \"model.layers.*.mlp.gate\"]}}",
+                                 NULL, "t", &e) == HY_OK, "%s", e.msg);
+    CHECK(q.method == HY_QUANT_FP8 && !strcmp(q.source, "fp8") && q.block_rows == 128 &&
+          q.block_cols == 64 && !q.act_static && !q.w_per_tensor && !q.w_per_channel);
+    CHECK(hy_quant_config_ignored(&q, "lm_head", true)); /* always added */
+    CHECK(hy_quant_config_ignored(&q, "model.layers.3.mlp.router.gate", true)); /* substring */
+    CHECK(hy_quant_config_ignored(&q, "model.layers.12.mlp.gate", true));       /* digits as * */
+    CHECK(!hy_quant_config_ignored(&q, "model.layers.12.mlp.up_proj", true));
+    CHECK(!hy_quant_config_ignored(&q, "model.layers.1.self_attn.q_proj", true));
+    hy_quant_config_free(&q);
+    /* AutoFP8: no blocks, static activations; vLLM's ignored_layers; ue8m0 scales */
+    CHECKF(hy_quant_config_parse(&q, "{\"quantization_config\": {\"quant_method\": \"fp8\", "
+                                 "\"activation_scheme\": \"static\", \"weight_block_size\": "
+                                 "null, \"ignored_layers\": [\"model.layers.0.mlp.down_proj\"]}}",
+                                 NULL, "t", &e) == HY_OK, "%s", e.msg);
+    CHECK(q.block_rows == 0 && q.w_per_tensor && q.act_static);
+    CHECK(hy_quant_config_ignored(&q, "model.layers.0.mlp.down_proj", true));
+    CHECK(!hy_quant_config_ignored(&q, "model.layers.10.mlp.down_proj", true)); /* exact */
+    hy_quant_config_free(&q);
+    CHECKF(hy_quant_config_parse(&q, "{\"quantization_config\": {\"quant_method\": \"fp8\", "
+                                 "\"scale_fmt\": \"ue8m0\", \"weight_block_size\": [1, 1]}}",
+                                 NULL, "t", &e) == HY_OK, "%s", e.msg);
+    CHECK(q.block_rows == 1 && q.block_cols == 1 && !q.act_static);
+    hy_quant_config_free(&q);
+}
+
 static void bad(const char *cfg, const char *hf, hy_status want, const char *what, int line)
 {
     struct hy_quant_config q;
@@ -131,8 +166,23 @@ static void test_bad(void)
     bad("{\"quantization_config\": {}}", NULL, HY_E_NOTFOUND, "quant_method", __LINE__);
     bad("{\"quantization_config\": {\"quant_method\": \"awq\"}}", NULL, HY_E_UNSUPPORTED,
         "quant_method 'awq'", __LINE__);
-    bad("{\"quantization_config\": {\"quant_method\": \"fp8\"}}", NULL, HY_E_UNSUPPORTED,
-        "quant_method 'fp8'", __LINE__);
+#define FP8(body) "{\"quantization_config\": {\"quant_method\": \"fp8\"" body "}}"
+    bad(FP8(", \"activation_scheme\": \"tensorwise\""), NULL, HY_E_UNSUPPORTED,
+        "activation_scheme 'tensorwise'", __LINE__);
+    bad(FP8(", \"fmt\": \"e5m2\""), NULL, HY_E_UNSUPPORTED, "fmt 'e5m2'", __LINE__);
+    bad(FP8(", \"scale_fmt\": \"e8m0x\""), NULL, HY_E_UNSUPPORTED, "scale_fmt", __LINE__);
+    bad(FP8(", \"weight_block_size\": [128]"), NULL, HY_E_FORMAT, "[rows, cols]", __LINE__);
+    bad(FP8(", \"weight_block_size\": 128"), NULL, HY_E_FORMAT, "[rows, cols]", __LINE__);
+    bad(FP8(", \"weight_block_size\": [128, 0]"), NULL, HY_E_RANGE, "weight_block_size[1]",
+        __LINE__);
+    bad(FP8(", \"weight_block_size\": [128.5, 128]"), NULL, HY_E_RANGE, "weight_block_size[0]",
+        __LINE__);
+    bad(FP8(", \"weight_block_size\": [128, 70000]"), NULL, HY_E_RANGE, "weight_block_size[1]",
+        __LINE__);
+    bad(FP8(", \"activation_scheme\": \"static\", \"weight_block_size\": [128, 128]"), NULL,
+        HY_E_UNSUPPORTED, "static activations", __LINE__);
+    bad(FP8(", \"modules_to_not_convert\": \"lm_head\""), NULL, HY_E_FORMAT,
+        "modules_to_not_convert must be an array", __LINE__);
     bad(CT("\"format\": \"pack-quantized\", " GROUP(W8("tensor"))), NULL, HY_E_UNSUPPORTED,
         "format 'pack-quantized'", __LINE__);
     bad(CT("\"format\": \"naive-quantized\""), NULL, HY_E_FORMAT, "config_groups", __LINE__);
@@ -194,6 +244,7 @@ int main(void)
 {
     test_fp8();
     test_gptq();
+    test_fp8_method();
     test_bad();
     return test_result();
 }

@@ -238,8 +238,8 @@ hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct
                           "backend with device memory (the %s backend has none)",
                           m->be->i->name);
     if (quant == HY_DTYPE_F8_E4M3)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: fp8 is not supported yet (q8 and the "
-                          "4-bit types are)");
+        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: --quant fp8 is not supported yet (q8 "
+                          "and the 4-bit types are; fp8 checkpoints load as bf16)");
     return HY_OK;
 }
 

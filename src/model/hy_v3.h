@@ -27,8 +27,10 @@
  * runs on the CPU backends, and on a backend with device memory (weight_upload) that has
  * the MoE ops (backend.h: moe_route ...; CUDA), where hy_v3_upload puts the weights and
  * hy_v3_moe_block runs routing, grouping, the experts and the combine on the device with
- * no host round trip (so decode steps are recorded as the dense model's). fp8 is
- * HY_E_UNSUPPORTED for now; q8 and the 4-bit load-time types quantize every projection.
+ * no host round trip (so decode steps are recorded as the dense model's). fp8 checkpoints
+ * (quant_method "fp8" with block scales, or per-tensor/per-channel fp8) are dequantized to
+ * bf16 before binding (load_quant.h), then run as a bf16 checkpoint; --quant fp8 is
+ * HY_E_UNSUPPORTED; q8 and the 4-bit load-time types quantize every projection.
  * Engine thread only, as hunyuan.h. */
 #ifndef HY_MODEL_HY_V3_H
 #define HY_MODEL_HY_V3_H
@@ -60,7 +62,7 @@ hy_status hy_v3_bind_attn(struct hy_layer_weights *l, const struct hy_st *st,
                           struct hy_err *err);
 
 /* What hy_v3 does not run yet, refused before its weights are used: a backend with device
- * memory but without the MoE ops, fp8 (quant HY_DTYPE_F8_E4M3). q8 and the 4-bit types
+ * memory but without the MoE ops, fp8 made at load (quant HY_DTYPE_F8_E4M3: --quant fp8). q8 and the 4-bit types
  * quantize every projection as for the dense model (hy_v3_projections), the routers and the
  * biases stay as stored. */
 hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct hy_err *err);

@@ -530,10 +530,10 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     const bool hyv3 = !s && m->cfg.arch == HY_ARCH_HYV3;
     if (hyv3) /* its own limits and tensors (hy_v3.h; a GGUF file's are bound already) */
         s = hy_v3_check_load(m, quant, err);
+    if (!s && !gguf) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
+        s = hy_load_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
     if (!s && hyv3 && !gguf)
         s = hy_v3_bind(m, err);
-    if (!s && !gguf && !hyv3) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
-        s = hy_load_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
     if (!s && !gguf && !hyv3)
         s = bind_all(m, err);
     m->quant = quant;

@@ -35,10 +35,25 @@ static bool is_float(enum hy_dtype t)
 
 /* ---- dequantization over rows ---- */
 
+/* The scales of one fp8 tensor as blocks: weight (r, c) takes scale[(r / br) * nbc + c / bc].
+ * Per tensor: one block of the whole matrix; per output channel: br = 1, bc = cols. */
+struct deq_scales {
+    const float *scale;
+    int64_t br, bc, nbc;
+};
+
+static struct deq_scales scales_rows(const float *scale, int64_t n_scale, int64_t rows,
+                                     int64_t cols)
+{
+    if (n_scale == 1)
+        return (struct deq_scales){scale, rows > 0 ? rows : 1, cols > 0 ? cols : 1, 1};
+    return (struct deq_scales){scale, 1, cols > 0 ? cols : 1, 1};
+}
+
 struct deq_job {
     const uint8_t *codes; /* [rows, cols] */
-    const float *scale;   /* [1] or [rows] */
-    int64_t n_scale, cols;
+    struct deq_scales sc;
+    int64_t cols;
     uint16_t *out;        /* bf16 [rows, cols] */
     float lut[256];
 };
@@ -48,20 +63,24 @@ static void deq_rows(void *ctx, int64_t r0, int64_t r1, int tid)
     (void)tid;
     const struct deq_job *j = ctx;
     for (int64_t r = r0; r < r1; r++) {
-        float s = j->scale[j->n_scale == 1 ? 0 : r];
+        const float *srow = j->sc.scale + (r / j->sc.br) * j->sc.nbc;
         const uint8_t *c = j->codes + r * j->cols;
         uint16_t *o = j->out + r * j->cols;
-        for (int64_t k = 0; k < j->cols; k++)
-            o[k] = hy_f32_to_bf16(j->lut[c[k]] * s);
+        for (int64_t k0 = 0; k0 < j->cols; k0 += j->sc.bc) {
+            const float s = srow[k0 / j->sc.bc];
+            const int64_t k1 = k0 + j->sc.bc < j->cols ? k0 + j->sc.bc : j->cols;
+            for (int64_t k = k0; k < k1; k++)
+                o[k] = hy_f32_to_bf16(j->lut[c[k]] * s);
+        }
     }
 }
 
 /* A BF16 [rows, cols] copy of codes * scale, owned by the set, put under `name`. */
 static hy_status put_dequant(struct hy_st *st, struct hy_pool *pool, const char *name, int file,
-                             const uint8_t *codes, const float *scale, int64_t n_scale,
-                             int64_t rows, int64_t cols, struct hy_err *err)
+                             const uint8_t *codes, struct deq_scales sc, int64_t rows,
+                             int64_t cols, struct hy_err *err)
 {
-    struct deq_job j = {codes, scale, n_scale, cols, NULL, {0}};
+    struct deq_job j = {codes, sc, cols, NULL, {0}};
     j.out = malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * 2);
     if (!j.out)
         return hy_err_set(err, HY_E_NOMEM, "out of memory dequantizing %s", name);
@@ -119,76 +138,128 @@ static void shape_str(const struct hy_st_tensor *t, char *buf, size_t cap)
 }
 
 struct fp8_stats {
-    int n_fp8, n_tensor, n_channel, n_input;
+    int n_fp8, n_block, n_tensor, n_channel, n_input;
 };
 
-/* One F8_E4M3 tensor `name` (a copy: puts move tensors). */
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The weight scale of fp8 tensor t (<base>.weight): with block scales (q->block_rows) the
+ * F32/BF16/F16 <base>.weight_scale_inv [ceil(rows/br), ceil(cols/bc)], else <base>.weight_scale
+ * per tensor or per output channel. Its values are read into *scale (malloc'ed, finite,
+ * >= 0) and *sc describes how they cover the matrix. */
+static hy_status weight_scale(const struct hy_st *st, const struct hy_quant_config *q,
+                              const struct hy_st_tensor *t, const char *base, float **scale,
+                              struct deq_scales *sc, struct hy_err *err)
+{
+    const char *file = hy_st_file_path(st, t->file);
+    const int64_t rows = t->shape[0], cols = t->shape[1];
+    const bool blocks = q->block_rows > 0;
+    char key[HY_ST_MAX_NAME + 32], other[HY_ST_MAX_NAME + 32], shp[96];
+    snprintf(key, sizeof key, "%s.weight_scale%s", base, blocks ? "_inv" : "");
+    snprintf(other, sizeof other, "%s.weight_scale%s", base, blocks ? "" : "_inv");
+    const struct hy_st_tensor *ws = hy_st_find_stored(st, key);
+    if (!ws && hy_st_find_stored(st, other))
+        return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is F8_E4M3 with %s, but %s: expected "
+                          "%s", file, t->name, other, blocks ? "quantization_config has "
+                          "weight_block_size (block scales)" : "quantization_config has no "
+                          "weight_block_size (block scales need one)", key);
+    if (!ws)
+        return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is F8_E4M3 but %s is missing", file,
+                          t->name, key);
+    shape_str(ws, shp, sizeof shp);
+    const char *wfile = hy_st_file_path(st, ws->file);
+    if (blocks) {
+        const int64_t br = q->block_rows, bc = q->block_cols;
+        const int64_t nbr = ceil_div(rows, br), nbc = ceil_div(cols, bc);
+        if (ws->n_dims != 2 || ws->shape[0] != nbr || ws->shape[1] != nbc)
+            return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s has shape [%s]; expected [%lld,%lld]"
+                              " (weight [%lld,%lld] in %lldx%lld blocks)", wfile, key, shp,
+                              (long long)nbr, (long long)nbc, (long long)rows, (long long)cols,
+                              (long long)br, (long long)bc);
+        *sc = (struct deq_scales){NULL, br, bc, nbc};
+    } else {
+        bool per_tensor = ws->n_elems == 1 && ws->n_dims <= 2;
+        bool per_channel = ws->n_elems == rows && rows > 1 &&
+                           (ws->n_dims == 1 || (ws->n_dims == 2 && ws->shape[1] == 1));
+        if (!per_tensor && !per_channel)
+            return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s has shape [%s]; expected [] or [1] "
+                              "(per tensor) or [%lld] / [%lld,1] (per output channel)", wfile, key,
+                              shp, (long long)rows, (long long)rows);
+        *sc = scales_rows(NULL, ws->n_elems, rows, cols);
+    }
+    hy_status s = read_scale(st, ws, false, scale, err);
+    sc->scale = *scale;
+    return s;
+}
+
+/* The static input scale of <base>, when stored (*in_scale malloc'ed) or required. */
+static hy_status input_scale(const struct hy_st *st, const struct hy_quant_config *q,
+                             const struct hy_st_tensor *t, const char *base, float **in_scale,
+                             struct hy_err *err)
+{
+    char key[HY_ST_MAX_NAME + 16], shp[96];
+    snprintf(key, sizeof key, "%s.input_scale", base);
+    const struct hy_st_tensor *is = hy_st_find_stored(st, key);
+    if (is && is->n_elems != 1) {
+        shape_str(is, shp, sizeof shp);
+        return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s has shape [%s]; a static input scale "
+                          "is one value", hy_st_file_path(st, is->file), key, shp);
+    }
+    if (is)
+        return read_scale(st, is, true, in_scale, err);
+    if (q->act_static)
+        return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is missing: quantization_config has "
+                          "static input activations", hy_st_file_path(st, t->file), key);
+    return HY_OK;
+}
+
+/* One F8_E4M3 tensor `name` (a copy: puts move tensors). Block-scaled weights are only
+ * dequantized: the fp8 view (per-tensor or per-row scales, what weight_upload_fp8 takes)
+ * is not made for them. */
 static hy_status fp8_one(struct hy_st *st, struct hy_pool *pool, const struct hy_quant_config *q,
                          const char *name, struct fp8_stats *stats, struct hy_err *err)
 {
     const struct hy_st_tensor *t = hy_st_find_stored(st, name);
-    const char *file = hy_st_file_path(st, t->file);
     char base[HY_ST_MAX_NAME], key[HY_ST_MAX_NAME + 16], shp[96];
     if (!ends_with(name, SUFFIX_W) || t->n_dims != 2) {
         shape_str(t, shp, sizeof shp);
         return hy_err_set(err, HY_E_UNSUPPORTED, "%s: tensor %s is F8_E4M3 with shape [%s]; only "
-                          "2-D <linear>.weight tensors are read as fp8", file, name, shp);
+                          "2-D <linear>.weight tensors are read as fp8",
+                          hy_st_file_path(st, t->file), name, shp);
     }
     snprintf(base, sizeof base, "%.*s", (int)(strlen(name) - strlen(SUFFIX_W)), name);
     const int64_t rows = t->shape[0], cols = t->shape[1];
     const uint8_t *codes = t->data;
     const int fi = t->file;
-    snprintf(key, sizeof key, "%s.weight_scale", base);
-    const struct hy_st_tensor *ws = hy_st_find_stored(st, key);
-    if (!ws)
-        return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is F8_E4M3 but %s is missing", file,
-                          name, key);
-    bool per_tensor = ws->n_elems == 1 && ws->n_dims <= 2;
-    bool per_channel = ws->n_elems == rows && rows > 1 &&
-                       (ws->n_dims == 1 || (ws->n_dims == 2 && ws->shape[1] == 1));
-    if (!per_tensor && !per_channel) {
-        shape_str(ws, shp, sizeof shp);
-        return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s has shape [%s]; expected [] or [1] "
-                          "(per tensor) or [%lld] / [%lld,1] (per output channel)",
-                          hy_st_file_path(st, ws->file), key, shp, (long long)rows,
-                          (long long)rows);
-    }
     float *scale = NULL, *in_scale = NULL;
-    hy_status s = read_scale(st, ws, false, &scale, err);
-    if (s)
-        return s;
-    int64_t n_scale = ws->n_elems;
-    snprintf(key, sizeof key, "%s.input_scale", base);
-    const struct hy_st_tensor *is = hy_st_find_stored(st, key);
-    if (is && is->n_elems != 1) {
-        shape_str(is, shp, sizeof shp);
-        s = hy_err_set(err, HY_E_FORMAT, "%s: tensor %s has shape [%s]; a static input scale is "
-                       "one value", hy_st_file_path(st, is->file), key, shp);
-    } else if (is) {
-        s = read_scale(st, is, true, &in_scale, err);
-    } else if (q->act_static) {
-        s = hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is missing: quantization_config has "
-                       "static input activations", file, key);
-    }
+    struct deq_scales sc;
+    const bool blocks = q->block_rows > 0;
+    hy_status s = weight_scale(st, q, t, base, &scale, &sc, err);
+    if (!s)
+        s = input_scale(st, q, t, base, &in_scale, err);
     if (!s && hy_quant_config_ignored(q, base, true))
         HY_LOGW("%s is stored as fp8 although the quantization config ignores it: loading it "
                 "as fp8", base);
+    const int64_t n_scale = blocks ? 0 : sc.br == 1 ? rows : 1;
     /* the float32 scales and the codes stay reachable (hy_load_quant_fp8_view) */
-    if (!s)
-        s = put_f32(st, ws->name, fi, scale, n_scale, err);
-    if (!s && in_scale)
-        s = put_f32(st, key, fi, in_scale, 1, err);
-    if (!s) {
+    if (!s && !blocks) {
+        snprintf(key, sizeof key, "%s.weight_scale", base);
+        s = put_f32(st, key, fi, scale, n_scale, err);
+        snprintf(key, sizeof key, "%s.input_scale", base);
+        if (!s && in_scale)
+            s = put_f32(st, key, fi, in_scale, 1, err);
         snprintf(key, sizeof key, "%s" TAG_CODES, name);
         int64_t shape[2] = {rows, cols};
-        s = hy_st_put(st, key, fi, HY_DTYPE_F8_E4M3, 2, shape, (void *)codes, false, err);
+        if (!s)
+            s = hy_st_put(st, key, fi, HY_DTYPE_F8_E4M3, 2, shape, (void *)codes, false, err);
     }
     if (!s)
-        s = put_dequant(st, pool, name, fi, codes, scale, n_scale, rows, cols, err);
+        s = put_dequant(st, pool, name, fi, codes, sc, rows, cols, err);
     if (!s) {
         stats->n_fp8++;
+        stats->n_block += blocks;
         stats->n_tensor += n_scale == 1;
-        stats->n_channel += n_scale != 1;
+        stats->n_channel += n_scale > 1;
         stats->n_input += in_scale != NULL;
     }
     free(scale);
@@ -213,6 +284,24 @@ static char (*collect(const struct hy_st *st, bool (*pick)(const struct hy_st_te
 
 static bool pick_f8(const struct hy_st_tensor *t) { return t->dtype == HY_DTYPE_F8_E4M3; }
 
+/* The projections of layer l as released: q/k/v/o, then the dense MLP's gate/up/down, or
+ * (hy_v3 MoE layers) the shared expert's and each expert's. */
+static int n_projs(const struct hy_config *cfg, int l)
+{
+    return cfg->layer_moe[l] ? 7 + 3 * (int)cfg->num_experts : 7;
+}
+
+static void proj_base(const struct hy_config *cfg, int l, int k, char *buf, size_t cap)
+{
+    static const char *const mlp[3] = {"gate_proj", "up_proj", "down_proj"};
+    if (k < 4 || !cfg->layer_moe[l])
+        snprintf(buf, cap, "model.layers.%d.%s", l, proj_suffix[k]);
+    else if (k < 7)
+        snprintf(buf, cap, "model.layers.%d.mlp.shared_mlp.%s", l, mlp[k - 4]);
+    else
+        snprintf(buf, cap, "model.layers.%d.mlp.experts.%d.%s", l, (k - 7) / 3, mlp[(k - 7) % 3]);
+}
+
 /* Checks the tensors around the fp8 weights and logs the summary. */
 static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *cfg,
                                 const struct hy_quant_config *q, const struct fp8_stats *fs,
@@ -226,14 +315,21 @@ static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *
             n_kv++;
             continue;
         }
-        const char *suf = ends_with(t->name, ".weight_scale")  ? ".weight_scale"
-                          : ends_with(t->name, ".input_scale") ? ".input_scale"
-                                                               : NULL;
+        const char *suf = ends_with(t->name, ".weight_scale_inv") ? ".weight_scale_inv"
+                          : ends_with(t->name, ".weight_scale")   ? ".weight_scale"
+                          : ends_with(t->name, ".input_scale")    ? ".input_scale"
+                                                                  : NULL;
         if (!suf)
             continue;
         snprintf(base, sizeof base, "%.*s", (int)(strlen(t->name) - strlen(suf)), t->name);
         snprintf(w, sizeof w, "%s.weight", base);
         const struct hy_st_tensor *wt = hy_st_find_stored(st, w);
+        const bool inv = !strcmp(suf, ".weight_scale_inv");
+        if (wt && wt->dtype == HY_DTYPE_F8_E4M3 && suf[1] == 'w' && inv != (q->block_rows > 0))
+            return hy_err_set(err, HY_E_FORMAT, "%s: tensor %s is one scale too many: %s is read "
+                              "with %s", hy_st_file_path(st, t->file), t->name, w,
+                              inv ? "weight_scale (no weight_block_size in the config)"
+                                  : "weight_scale_inv (block scales)");
         if (wt && wt->dtype == HY_DTYPE_F8_E4M3)
             continue;
         if (suf[1] == 'w')
@@ -252,8 +348,8 @@ static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *
     char list[LIST_MAX * 48 + 16] = "";
     int n_kept = 0;
     for (int l = 0; l < cfg->num_hidden_layers; l++)
-        for (int k = 0; k < 7; k++) {
-            snprintf(base, sizeof base, "model.layers.%d.%s", l, proj_suffix[k]);
+        for (int k = 0; k < n_projs(cfg, l); k++) {
+            proj_base(cfg, l, k, base, sizeof base);
             snprintf(w, sizeof w, "%s.weight", base);
             const struct hy_st_tensor *t = hy_st_find_stored(st, w);
             if (!t || t->dtype == HY_DTYPE_F8_E4M3)
@@ -266,10 +362,14 @@ static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *
                 HY_LOGW("%s is stored as %s but the quantization config does not ignore it: "
                         "loading it as stored", base, hy_dtype_name(t->dtype));
         }
-    HY_LOGI("fp8 checkpoint (%s): %d linears fp8 (%d per-tensor, %d per-channel scales, %d with "
-            "static input scales), dequantized to bf16 for the CPU kernels; %d projections kept "
-            "as stored%s%s%s",
-            q->source[0] ? q->source : "no quantization_config", fs->n_fp8, fs->n_tensor,
+    char blk[48] = "";
+    if (fs->n_block)
+        snprintf(blk, sizeof blk, "%d in %dx%d blocks, ", fs->n_block, q->block_rows,
+                 q->block_cols);
+    HY_LOGI("fp8 checkpoint (%s): %d linears fp8 (%s%d per-tensor, %d per-channel scales, %d "
+            "with static input scales), dequantized to bf16 for the CPU kernels; %d projections "
+            "kept as stored%s%s%s",
+            q->source[0] ? q->source : "no quantization_config", fs->n_fp8, blk, fs->n_tensor,
             fs->n_channel, fs->n_input, n_kept, n_kept ? ": " : "", list,
             n_kept > LIST_MAX ? ", ..." : "");
     return HY_OK;
@@ -391,7 +491,8 @@ static hy_status quant_one(struct hy_st *st, struct hy_pool *pool, const char *n
     if (!s)
         s = put_f32(st, sname, fi, j.amax, j.n_scale, err);
     if (!s)
-        s = put_dequant(st, pool, name, fi, j.codes, j.amax, j.n_scale, rows, cols, err);
+        s = put_dequant(st, pool, name, fi, j.codes, scales_rows(j.amax, j.n_scale, rows, cols),
+                        rows, cols, err);
     free(j.amax);
     return s;
 }
@@ -439,7 +540,11 @@ hy_status hy_load_quant_prepare(struct hy_st *st, const char *dir, const struct 
     bool has_f8 = false;
     for (size_t i = 0; i < hy_st_count(st) && !has_f8; i++)
         has_f8 = hy_st_at(st, i)->dtype == HY_DTYPE_F8_E4M3;
-    s = hy_load_gptq_prepare(st, cfg, &q, quant, err); /* nothing without GPTQ tensors */
+    if (cfg->arch == HY_ARCH_HYV3 && (q.method == HY_QUANT_GPTQ || hy_st_int_count(st)))
+        s = hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: GPTQ checkpoints are not supported (fp8 and "
+                       "bf16 ones are; --quant q8|q4 quantizes at load)");
+    if (!s)
+        s = hy_load_gptq_prepare(st, cfg, &q, quant, err); /* nothing without GPTQ tensors */
     if (!s && quant == HY_DTYPE_F8_E4M3 && (has_f8 || q.method == HY_QUANT_FP8)) {
         HY_LOGI("--quant fp8: the checkpoint is fp8 already");
         quant = HY_DTYPE_F32;

@@ -1,5 +1,7 @@
 /* load_quant.h: quantized checkpoints, and fp8 quantization at load, turned into weights the
- * CPU kernels run (model doc section 6).
+ * CPU kernels run (model doc section 6). Projections are named as released: dense
+ * model.layers.N.{self_attn.{q,k,v,o},mlp.{gate,up,down}}_proj, hy_v3 MoE layers also
+ * mlp.shared_mlp.* and mlp.experts.J.* (hy_v3.h).
  *
  * hy_load_quant_prepare runs between opening the safetensors set and binding the weights
  * (hy_model_load_opts). It reads the folder's quantization config (formats/quant_config.h)
@@ -18,6 +20,19 @@
  *   or value, and a missing input_scale are errors naming the tensor. Disagreements between
  *   the ignore list and the stored dtypes are warnings (the tensors decide). One log line
  *   says how many linears were fp8 and which were kept as stored.
+ * - quant_method "fp8" with weight_block_size [br, bc] (transformers' FineGrainedFP8,
+ *   DeepSeek-V3's layout; quant_config.h): each fp8 `<linear>.weight` [out, in] needs
+ *   `<linear>.weight_scale_inv` (F32/BF16/F16, [ceil(out/br), ceil(in/bc)], finite, >= 0;
+ *   the last blocks of a row or column may be shorter) and is dequantized the same way with
+ *   its block's scale: w[r][c] = bf16_rne(float(e4m3) * scale_inv[r/br][c/bc]), as
+ *   transformers' Fp8Dequantize (w.float() * scale) then the cast to the bf16 model dtype.
+ *   A weight_scale where block scales are configured (or a weight_scale_inv where they are
+ *   not), both beside one weight, a scale beside a non-fp8 weight, a missing one or one of
+ *   the wrong shape, dtype or value are errors naming the tensor. No fp8 view is kept for
+ *   block-scaled weights (hy_load_quant_fp8_view: false): a device backend gets the bf16.
+ *   Without weight_block_size, "fp8" is AutoFP8's per-tensor form, read as above. The same
+ *   runs for hy_v3 (every expert, the shared expert, attention, the dense layer; router
+ *   and expert_bias as stored); a GPTQ hy_v3 checkpoint is HY_E_UNSUPPORTED.
  * - GPTQ-Int4 checkpoints (doc 6.2; AngelSlim GPTQQuantLinear, the AutoGPTQ layout; in
  *   load_gptq.c): `<linear>.qweight` I32 [in/8, out] (input row 8r+j in bits 4j..4j+3 of
  *   row r, out a multiple of 8), `.qzeros` I32 [G, out/8] (output column 8c+j in bits
