@@ -380,3 +380,9 @@ endforeach()
 if(HYMT_SANITIZE)
   set_tests_properties(quant_kernels_test PROPERTIES TIMEOUT 900)
 endif()
+
+# `hymt make-test-model --fp8` (block-scaled fp8 projections) against the bf16 checkpoint of
+# the same seed, dense (with block tails) and tiny-hyv3: scales and codes recomputed, the
+# rest byte-identical, logits close (label model)
+hy_add_test(make_fp8_test LABEL model SOURCES ${CMAKE_SOURCE_DIR}/tests/cli/make_fp8_test.c)
+add_dependencies(make_fp8_test hymt)

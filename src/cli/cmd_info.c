@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/load.h"
 #include "formats/gguf.h"
+#include "formats/quant_config.h"
 #include "formats/safetensors.h"
 #include "model/hunyuan.h"
 #include "tokenizer/tokenizer.h"
@@ -79,6 +80,30 @@ static void print_prompts(const struct cli_model *mp)
     printf("sampling          temperature %g, top_k %d, top_p %g, repetition_penalty %g (%s)\n",
            (double)p.sampling.temperature, (int)p.sampling.top_k, (double)p.sampling.top_p,
            (double)p.sampling.repetition_penalty, p.sampling_from);
+}
+
+/* The checkpoint folder's quantization config (formats/quant_config.h), as the loader read it. */
+static void print_quant(const char *dir)
+{
+    struct hy_quant_config q;
+    struct hy_err e = {{0}};
+    if (hy_quant_config_load(&q, dir, &e) != HY_OK) /* the load succeeded: not reached */
+        return;
+    if (q.method == HY_QUANT_FP8 && q.block_rows)
+        printf("quantization      fp8 e4m3 (quant_method fp8), %dx%d block scales "
+               "(weight_scale_inv), %s activations: dequantized to bf16 at load\n", q.block_rows,
+               q.block_cols, q.act_static ? "static" : "dynamic");
+    else if (q.method == HY_QUANT_FP8)
+        printf("quantization      fp8 e4m3 (%s), %s weight scales%s: dequantized to bf16 at "
+               "load\n", q.source, q.w_per_channel && !q.w_per_tensor ? "per-channel"
+                                   : q.w_per_channel ? "per-tensor or per-channel" : "per-tensor",
+               q.act_static ? ", static input scales" : "");
+    else if (q.method == HY_QUANT_GPTQ)
+        printf("quantization      gptq %d-bit, group %d%s: dequantized to bf16 at load\n", q.bits,
+               q.group_size, q.desc_act ? ", desc_act" : "");
+    else
+        printf("quantization      none\n");
+    hy_quant_config_free(&q);
 }
 
 static void print_tensors(const struct hy_st *st, bool list)
@@ -163,6 +188,8 @@ int cmd_info(int argc, char **argv)
         print_gguf_tensors(m->gguf, tensors);
     else
         print_tensors(m->st, tensors);
+    if (!m->gguf)
+        print_quant(pos[0]);
     printf("parameters        %" PRId64 " used by the forward pass (%.3f B)\n", m->n_params,
            (double)m->n_params / 1e9);
     if (m->n_active_params != m->n_params)

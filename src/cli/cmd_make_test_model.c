@@ -6,6 +6,7 @@
  * over a few units, which keeps greedy choices well separated for parity tests. */
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/make_fp8.h"
 #include "cli/make_hyv3.h"
 #include "cli/make_weights.h"
 #include "core/log.h"
@@ -32,6 +33,8 @@ static const struct cli_cmd cmd = {
     "                      30b-a3b (Hy-MT2-30B-A3B's shapes, about 60 GB in bf16)\n"
     "  --seed N            random seed (default 1)\n"
     "  --dtype T           bf16 (default), f16 or f32\n"
+    "  --fp8               write the projections as quant_method \"fp8\" with 128x128\n"
+    "                      block scales (weight_scale_inv), from the values --dtype gives\n"
     "  --untied            separate lm_head.weight (tie_word_embeddings false)\n"
     "  --store-lm-head     tied config, but also store a different lm_head.weight, as the\n"
     "                      released checkpoints do; it differs from the\n"
@@ -57,7 +60,7 @@ struct mk {
     struct shape s;
     enum hy_dtype dtype;
     uint64_t seed;
-    bool untied, store_head, dry_run;
+    bool untied, store_head, dry_run, fp8;
     struct hy_st_wtensor *t; /* [n] */
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
@@ -113,9 +116,13 @@ static void list_tensors(struct mk *k)
 static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
 {
     struct mk *k = ctx;
-    cli_mk_fill(&k->t[i], k->seed, k->s.hidden, buf, nbytes, k->tmp, k->tmp_cap);
-    (void)err;
-    return HY_OK;
+    bool done = false;
+    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->t, i, k->seed, k->s.hidden, k->dtype, buf, nbytes,
+                                           &done, err)
+                         : HY_OK;
+    if (!s && !done)
+        cli_mk_fill(&k->t[i], k->seed, k->s.hidden, buf, nbytes, k->tmp, k->tmp_cap);
+    return s;
 }
 
 /* Special ids laid out as the 7B vocabulary's (model doc 4.1): first special id S is
@@ -147,6 +154,8 @@ static int write_configs(const struct mk *k, const char *dir, bool rope_params)
         (json_int_t)2, "num_experts", (json_int_t)1, "mlp_bias", 0);
     if (!c)
         return 1;
+    if (k->fp8)
+        json_object_set_new(c, "quantization_config", cli_mk_fp8_config());
     if (rope_params) {
         json_object_set_new(c, "rope_parameters",
                             json_pack("{s:s, s:f, s:f, s:f}", "rope_type", "dynamic",
@@ -190,15 +199,16 @@ static int preset(struct shape *s, const char *name)
 /* Prints the tensor count, parameters and bytes the checkpoint has (or would have). */
 static void print_summary(const struct mk *k)
 {
-    uint64_t elems = 0;
+    uint64_t elems = 0, bytes = 0;
     for (size_t i = 0; i < k->n; i++) {
         uint64_t e = 1;
         for (int d = 0; d < k->t[i].n_dims; d++)
             e *= (uint64_t)k->t[i].shape[d];
-        elems += e;
+        elems += strstr(k->t[i].name, "_scale_inv") ? 0 : e; /* --fp8 scales: not parameters */
+        bytes += e * hy_dtype_size(k->t[i].dtype);
     }
     printf("%zu tensors, %llu parameters, %llu bytes\n", k->n, (unsigned long long)elems,
-           (unsigned long long)(elems * hy_dtype_size(k->dtype)));
+           (unsigned long long)bytes);
 }
 
 static int make(struct mk *k, const char *dir, bool rope_params)
@@ -207,18 +217,23 @@ static int make(struct mk *k, const char *dir, bool rope_params)
         fprintf(stderr, "hymt make-test-model: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    size_t cap = (size_t)(k->s.layers * 11 + 3);
+    size_t cap = (size_t)(k->s.layers * 18 + 3); /* with --fp8, 7 scales a layer */
     k->t = calloc(cap, sizeof *k->t);
     k->names = calloc(cap, sizeof *k->names);
     k->tmp_cap = 1 << 16;
     k->tmp = malloc(k->tmp_cap * sizeof *k->tmp);
     int rc = 1;
-    if (k->t && k->names && k->tmp && k->dry_run) {
+    bool listed = k->t && k->names && k->tmp;
+    if (listed)
         list_tensors(k);
+    if (listed && k->fp8 && !cli_mk_fp8_list(k->t, k->names, &k->n, cap)) {
+        fprintf(stderr, "hymt make-test-model: out of memory\n");
+        listed = false;
+    }
+    if (listed && k->dry_run) {
         print_summary(k);
         rc = 0;
-    } else if (k->t && k->names && k->tmp) {
-        list_tensors(k);
+    } else if (listed) {
         struct hy_err err = {{0}};
         /* remove stale files of another layout so the folder holds exactly one checkpoint */
         char p[4096];
@@ -255,6 +270,7 @@ int cmd_make_test_model(int argc, char **argv)
         {"untied", CLI_FLAG, &k.untied, 0, 0, false},
         {"store-lm-head", CLI_FLAG, &k.store_head, 0, 0, false},
         {"dry-run", CLI_FLAG, &k.dry_run, 0, 0, false},
+        {"fp8", CLI_FLAG, &k.fp8, 0, 0, false},
         {"rope-form", CLI_STR, &rope_form, 0, 0, false},
         {"layers", CLI_INT, &ov.layers, 1, 256, false},
         {"hidden", CLI_INT, &ov.hidden, 1, 65536, false},
@@ -314,13 +330,14 @@ int cmd_make_test_model(int argc, char **argv)
         hs.layers = k.s.layers, hs.hidden = k.s.hidden, hs.heads = k.s.heads, hs.kv = k.s.kv;
         hs.hd = k.s.hd, hs.ffn = k.s.ffn, hs.vocab = k.s.vocab, hs.shard = k.s.shard;
         return hy_hyv3_make(&hs, out, k.seed, k.dtype, !strcmp(rope_form, "parameters"),
-                            k.dry_run);
+                            k.fp8, k.dry_run);
     }
     int rc = make(&k, out, !strcmp(rope_form, "parameters"));
     if (!rc && !k.dry_run)
         HY_LOGI("wrote %s: %lld layers, hidden %lld, heads %lld/%lld x %lld, ffn %lld, vocab %lld, "
-                "%s%s", out, (long long)k.s.layers, (long long)k.s.hidden, (long long)k.s.heads,
+                "%s%s%s", out, (long long)k.s.layers, (long long)k.s.hidden, (long long)k.s.heads,
                 (long long)k.s.kv, (long long)k.s.hd, (long long)k.s.ffn, (long long)k.s.vocab,
-                dtype, k.untied ? ", untied" : k.store_head ? ", tied + stored lm_head" : ", tied");
+                dtype, k.fp8 ? " (projections fp8, 128x128 blocks)" : "",
+                k.untied ? ", untied" : k.store_head ? ", tied + stored lm_head" : ", tied");
     return rc;
 }

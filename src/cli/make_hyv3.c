@@ -1,6 +1,7 @@
 /* make_hyv3.c: hy_v3 checkpoints for tests and benchmarks (make_hyv3.h). Weights as the
  * dense presets' (make_weights.h), the selection bias float32 as released. */
 #include "cli/make_hyv3.h"
+#include "cli/make_fp8.h"
 #include "cli/make_weights.h"
 
 #include "core/log.h"
@@ -19,6 +20,7 @@ struct mkv3 {
     const struct hy_hyv3_shape *s;
     enum hy_dtype dtype;
     uint64_t seed;
+    bool fp8;
     struct hy_st_wtensor *t;
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
@@ -101,10 +103,14 @@ static void list_tensors(struct mkv3 *k)
 static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_err *err)
 {
     struct mkv3 *k = ctx;
-    cli_mk_fill(&k->t[i], k->seed, k->s->hidden, buf, nbytes, k->tmp,
-                sizeof k->tmp / sizeof k->tmp[0]);
-    (void)err;
-    return HY_OK;
+    bool done = false;
+    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->t, i, k->seed, k->s->hidden, k->dtype, buf,
+                                           nbytes, &done, err)
+                         : HY_OK;
+    if (!s && !done)
+        cli_mk_fill(&k->t[i], k->seed, k->s->hidden, buf, nbytes, k->tmp,
+                    sizeof k->tmp / sizeof k->tmp[0]);
+    return s;
 }
 
 /* The MoE keys: both forms carry transformers' names; the released one adds Tencent's. */
@@ -139,7 +145,7 @@ static json_t *moe_keys(const struct hy_hyv3_shape *s, bool transformers_form)
 
 /* Special ids laid out as the dense presets' (the tiny test tokenizer's, vocab - 16 on). */
 static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy_dtype dt,
-                         bool transformers_form)
+                         bool transformers_form, bool fp8)
 {
     const int64_t S = s->vocab >= 1024 ? s->vocab - 210 : s->vocab - 16;
     const char *dts = dt == HY_DTYPE_F32 ? "float32" : dt == HY_DTYPE_F16 ? "float16" : "bfloat16";
@@ -160,6 +166,8 @@ static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy
     if (c && m)
         json_object_update(c, m);
     json_decref(m);
+    if (c && fp8)
+        json_object_set_new(c, "quantization_config", cli_mk_fp8_config());
     if (cli_mk_write_json(c, dir, "config.json"))
         return 1;
     json_t *g = json_pack("{s:I, s:I, s:I, s:b, s:f, s:f, s:I}", "bos_token_id",
@@ -177,7 +185,7 @@ static void summary(const struct mkv3 *k)
         uint64_t e = 1;
         for (int d = 0; d < k->t[i].n_dims; d++)
             e *= (uint64_t)k->t[i].shape[d];
-        elems += e;
+        elems += strstr(k->t[i].name, "_scale_inv") ? 0 : e; /* --fp8 scales: not parameters */
         bytes += e * hy_dtype_size(k->t[i].dtype);
     }
     uint64_t expert = 3 * (uint64_t)s->hidden * (uint64_t)s->moe_ffn;
@@ -189,25 +197,31 @@ static void summary(const struct mkv3 *k)
 }
 
 int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
-                 enum hy_dtype dtype, bool transformers_form, bool dry_run)
+                 enum hy_dtype dtype, bool transformers_form, bool fp8, bool dry_run)
 {
     if (!dry_run && mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "hymt make-test-model: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    size_t cap = (size_t)(s->layers * (16 + 3 * s->experts) + 3);
+    /* twice the tensors: with --fp8 each projection gains its scale */
+    size_t cap = 2 * (size_t)(s->layers * (16 + 3 * s->experts) + 3);
     struct mkv3 *k = calloc(1, sizeof *k);
     int rc = 1;
     if (k) {
         k->s = s;
         k->dtype = dtype;
         k->seed = seed;
+        k->fp8 = fp8;
         k->t = calloc(cap, sizeof *k->t);
         k->names = calloc(cap, sizeof *k->names);
     }
-    if (k && k->t && k->names) {
+    bool listed = k && k->t && k->names;
+    if (listed) {
         list_tensors(k);
         HY_ASSERT(k->n <= cap);
+        listed = !fp8 || cli_mk_fp8_list(k->t, k->names, &k->n, cap);
+    }
+    if (listed) {
         rc = 0;
         if (!dry_run) {
             char p[4096];
@@ -216,7 +230,7 @@ int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
             snprintf(p, sizeof p, "%s/model.safetensors", dir);
             unlink(p);
             struct hy_err err = {{0}};
-            rc = write_configs(s, dir, dtype, transformers_form);
+            rc = write_configs(s, dir, dtype, transformers_form, fp8);
             if (!rc && hy_st_write(dir, k->t, k->n, (uint64_t)s->shard, fill, k, &err)) {
                 fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
                 rc = 1;

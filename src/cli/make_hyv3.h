@@ -19,9 +19,9 @@ struct hy_hyv3_shape {
 bool hy_hyv3_preset(struct hy_hyv3_shape *s, const char *name);
 /* Writes the checkpoint into dir (or with dry_run prints its tensor count, parameters and
  * bytes). transformers_form: config.json as transformers >= 5.6 writes it (mlp_layer_types,
- * rope_parameters) instead of the released form. Returns the exit code (0, or 1 with the
- * error printed). */
+ * rope_parameters) instead of the released form; fp8: the projections as make_fp8.h writes
+ * them. Returns the exit code (0, or 1 with the error printed). */
 int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
-                 enum hy_dtype dtype, bool transformers_form, bool dry_run);
+                 enum hy_dtype dtype, bool transformers_form, bool fp8, bool dry_run);
 
 #endif
