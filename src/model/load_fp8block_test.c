@@ -11,10 +11,12 @@
  *  - every projection the loader made equals bf16(e4m3(code) * scale_inv[r/br][c/bc]),
  *    computed here weight by weight; the logits of the prompt and 24 greedy steps are
  *    identical bit for bit to those of a bf16 checkpoint holding those values (same weights,
- *    same kernels: anything but 0 is a loading bug); the data is not all zero;
+ *    same kernels: anything but 0 is a loading bug), also both loaded with --quant q8
+ *    (128x128); the data is not all zero;
  *  - 128x128 blocks (tiny-mqa's q_proj has 256 rows, o_proj 256 columns: two blocks and a
  *    64-wide tail the other way) and 48x40 blocks (tails in both directions everywhere),
- *    and a 300x260 tensor at 128x128 through hy_load_quant_prepare;
+ *    and a 300x260 tensor at 128x128 through hy_load_quant_prepare; quant_method "fp8"
+ *    without a block size (AutoFP8: one weight_scale a tensor) read as per-tensor fp8;
  *  - against the original bf16 model (128x128). Dense: mean cosine >= 0.99, each position
  *    >= 0.98, top-1 agreement on >= 24 of the 32 positions (measured 0.9957, 0.987, 27/32).
  *    Why: e4m3 keeps 3 mantissa bits, so a weight moves by at most 1/16 of itself (round to
@@ -195,6 +197,15 @@ static void run_case(const char *src_dir, const char *keep, int br, int bc, bool
         CHECK(i < fp8.n && !hy_load_quant_fp8_view(m->st, fp8.t[i].name, &v));
     }
     tu_compare(m, d, ids, N_PROMPT, N_STEPS, true, 0, 0, dir);
+    if (loss) { /* --quant q8 then applies as to the bf16 checkpoint: the same q8 model */
+        struct hy_model *m8 = ck_load(be, dir, HY_DTYPE_Q8_0);
+        struct hy_model *d8 = ck_load(be, ddir, HY_DTYPE_Q8_0);
+        char w[300];
+        snprintf(w, sizeof w, "%s --quant q8", dir);
+        tu_compare(m8, d8, ids, N_PROMPT, N_STEPS, true, 0, 0, w);
+        hy_model_destroy(m8);
+        hy_model_destroy(d8);
+    }
     if (loss) {
         struct hy_model *b = ck_load(be, src_dir, HY_DTYPE_F32);
         char w[160];
@@ -207,6 +218,35 @@ static void run_case(const char *src_dir, const char *keep, int br, int bc, bool
     }
     hy_model_destroy(m);
     hy_model_destroy(d);
+    ck_free(&src);
+    ck_free(&fp8);
+    ck_free(&deq);
+}
+
+/* quant_method "fp8" without weight_block_size (AutoFP8's form): one weight_scale a
+ * tensor, read as the compressed-tensors per-tensor form, the fp8 view kept. */
+static void test_autofp8(void)
+{
+    struct ckpt src = {0}, fp8 = {0}, deq = {0};
+    char dir[256], sname[HY_ST_MAX_NAME];
+    ck_read(&src, mqa_dir);
+    make_fp8(&src, "none", 1 << 20, 1 << 20, &fp8, &deq); /* one block: the whole tensor */
+    for (int i = 0; i < fp8.n; i++)
+        if (ends_with(fp8.t[i].name, "_scale_inv")) {
+            snprintf(sname, sizeof sname, "%.*s", (int)strlen(fp8.t[i].name) - 4, fp8.t[i].name);
+            memcpy(fp8.t[i].name, sname, strlen(sname) + 1);
+        }
+    snprintf(dir, sizeof dir, "%s/autofp8", root);
+    ck_write(&fp8, dir, mqa_dir, "{\"quant_method\": \"fp8\", \"activation_scheme\": \"dynamic\"}",
+             NULL);
+    struct hy_model *m = ck_load(be, dir, HY_DTYPE_F32);
+    if (m) {
+        check_set(m, &deq, dir);
+        struct hy_load_quant_view v;
+        CHECK(hy_load_quant_fp8_view(m->st, "model.layers.1.mlp.up_proj.weight", &v) &&
+              v.n_scale == 1 && v.rows == 128 && v.cols == 64);
+    }
+    hy_model_destroy(m);
     ck_free(&src);
     ck_free(&fp8);
     ck_free(&deq);
@@ -366,6 +406,7 @@ int main(void)
         run_case(hyv3_dir, "model.layers.2.mlp.experts.5.up_proj", 128, 128, true, "hyv3");
         run_case(hyv3_dir, "model.layers.2.mlp.experts.5.up_proj", 48, 40, false, "hyv3");
         test_prepare_tails();
+        test_autofp8();
         test_bad();
         be->i->destroy(be);
     }

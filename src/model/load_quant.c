@@ -302,10 +302,10 @@ static void proj_base(const struct hy_config *cfg, int l, int k, char *buf, size
         snprintf(buf, cap, "model.layers.%d.mlp.experts.%d.%s", l, (k - 7) / 3, mlp[(k - 7) % 3]);
 }
 
-/* Checks the tensors around the fp8 weights and logs the summary. */
-static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *cfg,
-                                const struct hy_quant_config *q, const struct fp8_stats *fs,
-                                struct hy_err *err)
+/* Every scale tensor belongs to an fp8 weight read with that kind of scale; counts the
+ * k_scale/v_scale and the input_scale of non-fp8 weights (both ignored) and logs them. */
+static hy_status fp8_check_scales(const struct hy_st *st, const struct hy_quant_config *q,
+                                  struct hy_err *err)
 {
     int n_kv = 0, n_orphan_in = 0;
     char base[HY_ST_MAX_NAME], w[HY_ST_MAX_NAME + 8];
@@ -344,6 +344,18 @@ static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *
         HY_LOGW("fp8: ignoring %d input_scale tensors whose weight is not fp8", n_orphan_in);
     if (q->kv_cache_scheme)
         HY_LOGI("fp8: the config's KV cache quantization is not used: the KV cache stays float32");
+    return HY_OK;
+}
+
+/* Checks the tensors around the fp8 weights and logs the summary. */
+static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *cfg,
+                                const struct hy_quant_config *q, const struct fp8_stats *fs,
+                                struct hy_err *err)
+{
+    char base[HY_ST_MAX_NAME], w[HY_ST_MAX_NAME + 8];
+    hy_status s = fp8_check_scales(st, q, err);
+    if (s)
+        return s;
     /* projections kept as stored, listed; warn where the config expected fp8 */
     char list[LIST_MAX * 48 + 16] = "";
     int n_kept = 0;
