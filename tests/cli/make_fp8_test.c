@@ -6,7 +6,8 @@
  *    ceil(in/128)], each scale max|block| / 448 of the bf16 checkpoint's values and each
  *    code e4m3(clamp(w / scale, +-448)), recomputed here weight by weight; some codes are
  *    not zero;
- *  - config.json's quantization_config reads as fp8 with 128x128 blocks;
+ *  - config.json's quantization_config reads as fp8 with 128x128 blocks, and `hymt info`
+ *    names the format;
  *  - the fp8 checkpoint loads, and its logits stay close to the bf16 one's: mean cosine
  *    >= 0.99 dense (load_fp8block_test derives it; measured 0.9984, 0.9967 with tails),
  *    >= 0.75 hy_v3 (measured 0.858). This generator's hy_v3 router is more sensitive than
@@ -108,6 +109,18 @@ static void run(const char *what, const char *args, double min_mean)
     CHECKF(bad == 0 && n_proj > 0 && nonzero > 0, "%s: %d of %d tensors differ (%d projections)",
            what, bad, b.n, n_proj);
     CHECKF(f.n == b.n + n_proj, "%s: %d tensors, want %d", what, f.n, b.n + n_proj);
+    char cmd[8700], out[300], line[512];
+    snprintf(out, sizeof out, "%s/%s-info.txt", root, what);
+    snprintf(cmd, sizeof cmd, "'%s' -q info '%s' > '%s' 2>&1", bin, d8, out);
+    CHECKF(system(cmd) == 0, "%s failed", cmd);
+    FILE *fi = fopen(out, "r");
+    bool said = false;
+    while (fi && fgets(line, sizeof line, fi))
+        said |= strstr(line, "quantization      fp8 e4m3 (quant_method fp8), 128x128 block "
+                             "scales (weight_scale_inv), dynamic activations") != NULL;
+    if (fi)
+        fclose(fi);
+    CHECKF(said, "%s: hymt info does not name the format", what);
     struct hy_quant_config q;
     struct hy_err e = {{0}};
     CHECKF(hy_quant_config_load(&q, d8, &e) == HY_OK, "%s", e.msg);
