@@ -368,7 +368,7 @@ static void md_line(struct md *m, size_t a, size_t e, size_t next_a, size_t next
         m->list_ctx = false;
     size_t ha, hb;
     bool text = false, ref = false, note = false;
-    if (t[c] == '[' && c + 1 < e) {
+    if (c + 1 < e && t[c] == '[') {
         size_t r = matching(t, c, e);
         ref = r && r < e && t[r] == ':';
         note = ref && t[c + 1] == '^';
