@@ -1,7 +1,7 @@
 # libFuzzer targets (tests/fuzz/README.md). Only with -DHYMT_FUZZ=ON (clang, ASan+UBSan:
 # make test-asan's build folder, or one of their own that tests/fuzz/run.sh configures);
 # CMakeLists.txt gives the library's and the server's sources -fsanitize=fuzzer-no-link.
-set(HYMT_FUZZERS config tokenizer safetensors gguf segment format terms http_parse request)
+set(HYMT_FUZZERS config tokenizer safetensors gguf segment format terms job http_parse request)
 set(HYMT_FUZZ_SERVER_SOURCES ${HYMT_CLI_SOURCES})
 list(FILTER HYMT_FUZZ_SERVER_SOURCES EXCLUDE REGEX "/main\\.c$")
 # fuzz_request is hymt without main(): its sources, libraries, include folders, definitions

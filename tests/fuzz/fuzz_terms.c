@@ -57,9 +57,12 @@ static void tmx(const char *text, size_t len)
 {
     struct hy_tm *tm = NULL;
     struct hy_err err = {{0}};
-    FZ_ASSERT(hy_tm_open(&tm, ":memory:", &err) == HY_OK, "open: %s", err.msg);
+    hy_status st = hy_tm_open(&tm, ":memory:", &err);
+    if (st == HY_E_UNSUPPORTED) /* a build without SQLite and expat */
+        return;
+    FZ_ASSERT(st == HY_OK, "open: %s", err.msg);
     size_t n = 0, skipped = 0;
-    hy_status st = hy_tm_import_tmx(tm, text, len, &n, &skipped, &err);
+    st = hy_tm_import_tmx(tm, text, len, &n, &skipped, &err);
     FZ_ASSERT(st == HY_OK || st == HY_E_INVAL || st == HY_E_FORMAT || st == HY_E_UNSUPPORTED,
               "import: status %d: %s", (int)st, err.msg);
     int64_t rows = -1;

@@ -14,7 +14,7 @@ shift 2
 SECS=${HYMT_FUZZ_SECONDS:-15}
 CC_FUZZ=${CC_FUZZ:-$(command -v clang-14 || command -v clang)}
 [ -n "$CC_FUZZ" ] || { echo "fuzz: clang not found (scripts/deps.sh --test installs clang)"; exit 1; }
-names=${*:-config tokenizer safetensors gguf segment format terms http_parse request}
+names=${*:-config tokenizer safetensors gguf segment format terms job http_parse request}
 
 t0=$(date +%s)
 if [ ! -f "$B/CMakeCache.txt" ]; then
