@@ -7,7 +7,12 @@
  * adds pairs of those into int32. No sum saturates: a pair is at most 2 * 128 * 127 =
  * 32512 (Q8_0 takes |q| against the activations with q's sign), and offsets (Q4_0's 8,
  * Q6_K's 32) are subtracted in int16 before the widening. The integer sums are exact;
- * each 32-value block's is scaled in float32. */
+ * each 32-value block's is scaled in float32.
+ *
+ * Decode reads rows one after the other, each a single stream with a software prefetch
+ * PF_BYTES ahead (one per 64 bytes read, as kernels_gguf_avx512.c): the hardware
+ * prefetchers stop at 4 KiB page boundaries, so without it every page of a row starts
+ * with misses to memory. */
 #include "backend/cpu/cpu_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -16,6 +21,14 @@
 
 #define TARGET __attribute__((target("avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) TARGET
+#define PF_BYTES 4096
+
+/* The cache lines of [p, p + n) PF_BYTES on, into L1 (n <= 256: unrolled by the compiler). */
+INL void prefetch_ahead(const unsigned char *p, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64)
+        _mm_prefetch((const char *)p + PF_BYTES + o, _MM_HINT_T0);
+}
 
 INL float f16_at(const unsigned char *p)
 {
@@ -39,7 +52,7 @@ INL __m256i widen(__m256i s16)
 
 /* Q4_0: per block, the nibbles (low: values 0-15, high: 16-31) against the activations,
  * minus 8 times the activations, in int16. */
-TARGET static float q_dot_q4_0(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+INL float dot_q4_0(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool pf)
 {
     const unsigned char *w0 = w;
     const __m128i m4 = _mm_set1_epi8(15);
@@ -47,6 +60,8 @@ TARGET static float q_dot_q4_0(const struct hy_cpu_xq *x, const void *w, int64_t
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < cols / 32; b++) {
         const unsigned char *blk = w0 + b * sizeof(struct hy_q4_0_block);
+        if (pf && !(b & 3)) /* 72 bytes every four blocks: two lines */
+            prefetch_ahead(blk, 128);
         __m128i v = _mm_loadu_si128((const void *)(blk + 2));
         __m256i n = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
         __m256i a = _mm256_loadu_si256((const void *)(x->q + 32 * b));
@@ -60,12 +75,14 @@ TARGET static float q_dot_q4_0(const struct hy_cpu_xq *x, const void *w, int64_t
     return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
-TARGET static float q_dot_q8_0(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+INL float dot_q8_0(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool pf)
 {
     const unsigned char *w0 = w;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < cols / 32; b++) {
         const unsigned char *blk = w0 + b * sizeof(struct hy_q8_0_block);
+        if (pf && !(b & 1)) /* 68 bytes every two blocks: two lines */
+            prefetch_ahead(blk, 128);
         __m256i q = _mm256_loadu_si256((const void *)(blk + 2));
         __m256i a = _mm256_loadu_si256((const void *)(x->q + 32 * b));
         __m256i p = widen(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a, q)));
@@ -81,13 +98,15 @@ TARGET static float q_dot_q8_0(const struct hy_cpu_xq *x, const void *w, int64_t
 /* Q4_K: sub-block pairs (32 bytes: low nibbles sub-block 2i, high 2i+1); the eight scales
  * and mins of a super-block decoded at once (hy_q4_k_scale_min in 32-bit words), the mins
  * through the activation sums (x->s). */
-TARGET static float q_dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+INL float dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool pf)
 {
     const unsigned char *w0 = w;
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
         const unsigned char *blk = w0 + sb * sizeof(struct hy_q4_k_block);
+        if (pf) /* 144 bytes: up to three lines */
+            prefetch_ahead(blk, 192);
         uint32_t u[4];
         memcpy(u, blk + 4, 12);
         const uint32_t m6 = 0x3f3f3f3fu, k4 = 0x0f0f0f0fu, m2 = 0x03030303u;
@@ -121,13 +140,15 @@ TARGET static float q_dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_t
 /* Q6_K: each half of a super-block (128 values) rebuilt as four 32-byte vectors of q
  * (0..63) in value order; (q - 32) * a in int16 pairs, then vpmaddwd by the two int8 scales
  * of the vector's sub-blocks of 16 (lanes 0-3 and 4-7 of the int32 result). */
-TARGET static float q_dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t cols)
+INL float dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool pf)
 {
     const unsigned char *w0 = w;
     const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), c32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
         const unsigned char *blk = w0 + sb * sizeof(struct hy_q6_k_block);
+        if (pf) /* 210 bytes: up to four lines */
+            prefetch_ahead(blk, 256);
         const int8_t *scales = (const int8_t *)(blk + 192);
         float d = f16_at(blk + 208);
         for (int h = 0; h < 2; h++) {
@@ -156,19 +177,25 @@ TARGET static float q_dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t
     return hsum8(acc);
 }
 
+/* q_dot (decode: one row after the other) prefetches; the tiles and rows4 (prompts, read
+ * in column chunks that stay in cache for several tokens) do not. */
 #define ROWS_AND_TILE(sfx)                                                                      \
+    TARGET static float q_dot_##sfx(const struct hy_cpu_xq *x, const void *w, int64_t cols)     \
+    {                                                                                           \
+        return dot_##sfx(x, w, cols, true);                                                     \
+    }                                                                                           \
     TARGET static void q_rows4_##sfx(float *y, const struct hy_cpu_xq *x, const void *w,        \
                                      size_t stride, int64_t cols)                               \
     {                                                                                           \
         for (int i = 0; i < 4; i++)                                                             \
-            y[i] = q_dot_##sfx(x, (const unsigned char *)w + i * stride, cols);                 \
+            y[i] = dot_##sfx(x, (const unsigned char *)w + i * stride, cols, false);            \
     }                                                                                           \
     TARGET static void q_tile_##sfx(float *y, int64_t ys, const struct hy_cpu_xq x[4],          \
                                     const void *w, size_t stride, int64_t n, bool add)          \
     {                                                                                           \
         for (int t = 0; t < 4; t++)                                                             \
             for (int i = 0; i < 4; i++) {                                                       \
-                float v = q_dot_##sfx(&x[t], (const unsigned char *)w + i * stride, n);         \
+                float v = dot_##sfx(&x[t], (const unsigned char *)w + i * stride, n, false);    \
                 y[t * ys + i] = add ? y[t * ys + i] + v : v;                                    \
             }                                                                                   \
     }
