@@ -387,7 +387,12 @@ import os, signal, socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 time.sleep(0.3)  # the server has accepted it
 os.kill(int(sys.argv[2]), signal.SIGTERM)
-time.sleep(0.3)  # the drain has begun: the listening socket is closed
+for _ in range(100):  # until the drain has begun: the listening socket refuses
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()
+    except ConnectionRefusedError:
+        break
+    time.sleep(0.05)
 body = b'{"prompt":"x","max_tokens":2}'
 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
           b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
