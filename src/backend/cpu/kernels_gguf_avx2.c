@@ -18,6 +18,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include "backend/cpu/kernels_gguf_x86.h"
+
 #include <immintrin.h>
 
 #define TARGET __attribute__((target("avx2,fma,f16c")))
@@ -96,20 +98,6 @@ INL float dot_q8_0(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool 
     return hsum8(_mm256_add_ps(acc0, acc1));
 }
 
-/* The 8 six-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K block's 12 packed bytes
- * (hy_q4_k_scale_min for all eight at once) in vector registers: the 12 bytes read as words
- * u0..u2 (one 16-byte load that runs 4 bytes into the quants), out lanes u0 & m6,
- * (u2 & m4) | ((u0 >> 6) & m2) << 4, u1 & m6, ((u2 >> 4) & m4) | ((u1 >> 6) & m2) << 4 (no
- * scalar stores and reloads: a wide load of narrow stores stalls). */
-INL __m128i q4k_scales_mins_v(const unsigned char *s)
-{
-    __m128i u = _mm_loadu_si128((const void *)s);
-    __m128i a = _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
-    __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 0, 0, 0));
-    __m128i lo = _mm_and_si128(a, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    __m128i hi = _mm_and_si128(_mm_srli_epi32(b, 6), _mm_setr_epi32(0, 0x03030303, 0, 0x03030303));
-    return _mm_or_si128(lo, _mm_slli_epi32(hi, 4));
-}
 
 /* Q4_K: sub-block pairs (32 bytes: low nibbles sub-block 2i, high 2i+1); the eight scales
  * and mins of a super-block unpacked in registers and multiplied by the weight's and the
@@ -151,13 +139,30 @@ INL float dot_q4_k(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool 
     return hsum8(_mm256_add_ps(acc0, acc1)) - hsum8(corr);
 }
 
+/* Half h of a Q6_K super-block (128 values) as four 32-byte vectors of q (0..63) in value
+ * order: the low nibbles of ql with two bits of qh each. */
+INL void q6k_half(const unsigned char *blk, int h, __m256i p[4])
+{
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    __m256i ql0 = _mm256_loadu_si256((const void *)(blk + 64 * h));
+    __m256i ql1 = _mm256_loadu_si256((const void *)(blk + 64 * h + 32));
+    __m256i qh = _mm256_loadu_si256((const void *)(blk + 128 + 32 * h));
+    p[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+    p[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+    p[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+    p[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+}
+
 /* Q6_K: each half of a super-block (128 values) rebuilt as four 32-byte vectors of q
  * (0..63) in value order; (q - 32) * a in int16 pairs, then vpmaddwd by the two int8 scales
  * of the vector's sub-blocks of 16 (lanes 0-3 and 4-7 of the int32 result). */
 INL float dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool pf)
 {
     const unsigned char *w0 = w;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3), c32 = _mm256_set1_epi8(32);
+    const __m256i c32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
         const unsigned char *blk = w0 + sb * sizeof(struct hy_q6_k_block);
@@ -166,17 +171,8 @@ INL float dot_q6_k(const struct hy_cpu_xq *x, const void *w, int64_t cols, bool 
         const int8_t *scales = (const int8_t *)(blk + 192);
         float d = f16_at(blk + 208);
         for (int h = 0; h < 2; h++) {
-            __m256i ql0 = _mm256_loadu_si256((const void *)(blk + 64 * h));
-            __m256i ql1 = _mm256_loadu_si256((const void *)(blk + 64 * h + 32));
-            __m256i qh = _mm256_loadu_si256((const void *)(blk + 128 + 32 * h));
             __m256i p[4];
-            p[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-            p[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-            p[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-            p[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            q6k_half(blk, h, p);
             for (int k = 0; k < 4; k++) {
                 int64_t c = sb * HY_QK_K + 128 * h + 32 * k;
                 __m256i a = _mm256_loadu_si256((const void *)(x->q + c));
@@ -212,7 +208,6 @@ TARGET static void q_prep_q6_k(unsigned char *aux, const struct hy_cpu_xq *x, in
 INL float dot_q6_k_aux(const struct hy_cpu_xq *x, const void *w, int64_t cols)
 {
     const unsigned char *w0 = w;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < cols / HY_QK_K; sb++) {
         const unsigned char *blk = w0 + sb * sizeof(struct hy_q6_k_block);
@@ -222,18 +217,9 @@ INL float dot_q6_k_aux(const struct hy_cpu_xq *x, const void *w, int64_t cols)
         __m256 dx = _mm256_mul_ps(_mm256_set1_ps(f16_at(blk + 208)), _mm256_loadu_ps(x->d + 8 * sb));
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            __m256i ql0 = _mm256_loadu_si256((const void *)(blk + 64 * h));
-            __m256i ql1 = _mm256_loadu_si256((const void *)(blk + 64 * h + 32));
-            __m256i qh = _mm256_loadu_si256((const void *)(blk + 128 + 32 * h));
             const unsigned char *ah = a + h * HY_CPU_AUX_PER_128;
             __m256i p[4];
-            p[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-            p[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-            p[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-            p[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+            q6k_half(blk, h, p);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 int j = 4 * h + k; /* the 32 values' index in the super-block */

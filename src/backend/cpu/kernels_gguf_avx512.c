@@ -16,6 +16,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include "backend/cpu/kernels_gguf_x86.h"
+
 #include <immintrin.h>
 
 #define TARGETQ __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma,f16c")))
@@ -202,19 +204,6 @@ INLQ __m128i q4k_scales_mins(const unsigned char *s)
     return _mm_loadu_si128((const void *)u);
 }
 
-/* q4k_scales_mins in vector registers: the 12 bytes read as words u0..u2 (one 16-byte load
- * that runs 4 bytes into the quants), out lanes u0 & m6, (u2 & m4) | ((u0 >> 6) & m2) << 4,
- * u1 & m6, ((u2 >> 4) & m4) | ((u1 >> 6) & m2) << 4 (no stores and reloads: a wide load of
- * narrow stores stalls). */
-INLQ __m128i q4k_scales_mins_v(const unsigned char *s)
-{
-    __m128i u = _mm_loadu_si128((const void *)s);
-    __m128i a = _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
-    __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 0, 0, 0));
-    __m128i lo = _mm_and_si128(a, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    __m128i hi = _mm_and_si128(_mm_srli_epi32(b, 6), _mm_setr_epi32(0, 0x03030303, 0, 0x03030303));
-    return _mm_or_si128(lo, _mm_slli_epi32(hi, 4));
-}
 
 /* q_prep of Q4_K: each half super-block's activations in the order of the nibbles of one
  * 64-byte load of its quants: sub-blocks 0, 2 (the low nibbles) then 1, 3 (the high). */
