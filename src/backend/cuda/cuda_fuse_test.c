@@ -14,7 +14,8 @@
  * of the glu output taken right after it equals that of a copy bit for bit, the
  * fallbacks (weights not adjacent; batch-invariant mode) give the same bits as separate
  * matmul calls, and freeing every member returns the device memory. Norms (rmsnorm,
- * add_rmsnorm) whose output the next product takes: that product is the bits of a copy's,
+ * add_rmsnorm) whose output the next product takes (with its bf16 rounding past the GEMV
+ * rows, its int8 quantization up to 8 rows): that product is the bits of a copy's,
  * the norm's output the bits of the same rows normed 8 at a time, also with a matmul
  * scratch too small to hold the output and with a chunked product in between;
  * rope_norm_store right after the fused q/k/v product (which it reads unsplit) gives the
@@ -557,6 +558,12 @@ int main(void)
             case_norm(be, &r, ds[i], nTs[t], (i + t) % 2 == 0, t == 2);
     case_norm(be, &r, 4096, 64, false, false);
     case_norm(be, &r, 4096, 64, true, true);
+    /* up to 8 rows the norm also quantizes its output for the Q8_0 product (int8, the bits
+     * of the product's own quantization): the warp and the block kernel, 1 and 3 rows */
+    for (int t = 0; t < 2; t++) {
+        case_norm(be, &r, 256, t ? 3 : 1, t == 0, false);
+        case_norm(be, &r, 4096, t ? 3 : 1, t == 1, false);
+    }
     be->i->destroy(be);
     test_small_scratch(&r);
     test_qkv_rns(&r);

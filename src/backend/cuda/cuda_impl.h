@@ -58,14 +58,22 @@ size_t hy_cuda_topk_scratch_bytes(int64_t vocab, int rows, int k);
  * GEMV_MAX_T, qmmvq, fp8mm); larger ones always read a bf16 copy of x from the scratch. */
 #define HY_CUDA_GEMV_ROWS 8
 
-/* norm.cu: w is float32 [d]. obf: NULL, or bf16 [rows, d] (8-byte aligned) that takes out
- * rounded to bf16 (nearest even, as hy_cuda_f32_to_bf16) where the shape allows; returns
- * whether it did. */
-bool hy_cuda_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, const float *x, const float *w,
-                     int64_t rows, int64_t d, float eps);
-/* x += y, then out = rmsnorm(x) * w; out may equal y; obf as above. */
-bool hy_cuda_add_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, float *x, const float *y,
-                         const float *w, int64_t rows, int64_t d, float eps);
+/* norm.cu: w is float32 [d]. What a norm may write beside out, where the shape allows: bf
+ * (NULL, or bf16 [rows, d], 8-byte aligned) out rounded to bf16 (nearest even, as
+ * hy_cuda_f32_to_bf16); xq (NULL, or hy_cuda_mmvq_x_bytes(rows, d) bytes, 16-byte aligned,
+ * d % 32 == 0) out quantized to int8 as hy_cuda_mmvq_quantize would (the same bits). The
+ * norms return which of them they wrote (HY_CUDA_NORM_BF | HY_CUDA_NORM_XQ). */
+struct hy_cuda_norm_out {
+    uint16_t *bf;
+    void *xq;
+};
+#define HY_CUDA_NORM_BF 1
+#define HY_CUDA_NORM_XQ 2
+int hy_cuda_rmsnorm(cudaStream_t st, float *out, struct hy_cuda_norm_out o, const float *x,
+                    const float *w, int64_t rows, int64_t d, float eps);
+/* x += y, then out = rmsnorm(x) * w; out may equal y; o as above. */
+int hy_cuda_add_rmsnorm(cudaStream_t st, float *out, struct hy_cuda_norm_out o, float *x,
+                        const float *y, const float *w, int64_t rows, int64_t d, float eps);
 
 /* rope.cu. rope_norm_store: backend.h's op of that name (qn, kn: float32 [hd] or NULL;
  * pos and slots staged; the pools' elements bf16 when bf16, else float). */

@@ -31,6 +31,8 @@
  *     Outputs are poisoned with NaN first.
  *   combine: the CPU's order and roundings (places ascending, product then add): the
  *     same bits.
+ *   A norm's output into gate_up (the norm's int8 quantization taken by the GEMV): the
+ *     bits of gate_up of a copy.
  * Exits 77 without a CUDA device. */
 #include "backend/cpu/moe.h"
 #include "backend/cuda/cuda.h"
@@ -435,6 +437,60 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
     n_cases++;
 }
 
+/* A norm's output into moe_gate_up (Q4_0 experts, 3 tokens): the norm leaves it quantized
+ * to int8 for the grouped GEMV (cuda.c's hold, kept by moe_route, which writes the routing
+ * alone): the same bits as gate_up of a copy of it (quantized by the op itself). */
+static void held_case(struct hy_backend *be, struct rng *rg)
+{
+    const int T = 3, E = 8, k = 2, P = T * k;
+    const int64_t F = 64, d = 256;
+    struct hy_weight g[2 * 8], *u = g + E;
+    float *gv, *uv, *logits = malloc((size_t)(T * E) * 4), *x = malloc((size_t)(T * d) * 4);
+    float *nw = malloc((size_t)d * 4), *h = malloc((size_t)(T * d) * 4);
+    float *a1 = malloc((size_t)P * (size_t)F * 4), *a2 = malloc((size_t)P * (size_t)F * 4);
+    void *gh, *uh;
+    HY_ASSERT(logits && x && nw && h && a1 && a2);
+    make_experts(rg, HY_DTYPE_Q4_0, E, F, d, g, &gv, &gh);
+    make_experts(rg, HY_DTYPE_Q4_0, E, F, d, u, &uv, &uh);
+    struct hy_err err = {{0}};
+    struct hy_weight wn = {HY_DTYPE_F32, 1, d, nw};
+    for (int64_t i = 0; i < d; i++)
+        nw[i] = 0.5f + rng_unit(rg);
+    for (int64_t i = 0; i < T * d; i++)
+        x[i] = rng_unit(rg) - 0.5f;
+    CHECKF(be->i->weight_upload_n(be, g, E, &err) == HY_OK &&
+               be->i->weight_upload_n(be, u, E, &err) == HY_OK &&
+               be->i->weight_upload(be, &wn, &err) == HY_OK,
+           "%s", err.msg);
+    struct hy_moe_route r;
+    route_alloc(be, &r, T, E, k);
+    r.xq = dalloc(be, hy_moe_xq_bytes(T, k, d, F));
+    make_routing(be, rg, &r, logits, NULL, T, E, k, 1.0f, false);
+    float *dl = dalloc(be, (size_t)(T * E) * 4), *dx = dalloc(be, (size_t)(T * d) * 4);
+    float *dh = dalloc(be, (size_t)(T * d) * 4), *dc = dalloc(be, (size_t)(T * d) * 4);
+    float *da = dalloc(be, (size_t)P * (size_t)F * 4);
+    be->i->upload(be, dl, logits, (size_t)(T * E) * 4);
+    be->i->upload(be, dx, x, (size_t)(T * d) * 4);
+    be->i->rmsnorm(be, dh, dx, &wn, T, d, 1e-5f);
+    be->i->moe_route(be, &r, dl, NULL, T, E, k, 1.0f); /* the same routing again */
+    be->i->moe_gate_up(be, da, dh, &g[0], &u[0], E, &r, T, k);
+    be->i->download(be, a1, da, (size_t)P * (size_t)F * 4);
+    be->i->download(be, h, dh, (size_t)(T * d) * 4);
+    be->i->upload(be, dc, h, (size_t)(T * d) * 4);
+    be->i->moe_gate_up(be, da, dc, &g[0], &u[0], E, &r, T, k);
+    be->i->download(be, a2, da, (size_t)P * (size_t)F * 4);
+    CHECKF(memcmp(a1, a2, (size_t)P * (size_t)F * 4) == 0,
+           "gate_up of a norm's output differs from that of its copy");
+    void *bufs[] = {dl, dx, dh, dc, da, r.xq, (void *)g[0].data, (void *)u[0].data,
+                    (void *)wn.data};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        be->i->free(be, bufs[i]);
+    route_free(be, &r);
+    free(gv), free(uv), free(gh), free(uh), free(logits), free(x), free(nw), free(h);
+    free(a1), free(a2);
+    n_cases++;
+}
+
 static void combine_case(struct hy_backend *be, struct rng *rg, int T, int E, int k, int64_t d)
 {
     const int P = T * k;
@@ -515,6 +571,7 @@ int main(void)
     experts_case(be, &rg, HY_DTYPE_Q4_0, 6, 8, 2, 128, 256, false, true, true);
     /* a decode step of the 30B-A3B's matrix shapes: one token, 8 experts and the shared */
     experts_case(be, &rg, HY_DTYPE_Q4_G128, 1, 16, 8, 768, 2048, false, false, true);
+    held_case(be, &rg);
     combine_case(be, &rg, 1, 8, 2, 64);
     combine_case(be, &rg, 37, 128, 8, 2048);
     be->i->destroy(be);

@@ -100,7 +100,7 @@ void hy_cuda_op_moe_route(struct hy_backend *be, const struct hy_moe_route *r,
                           const float *logits, const float *bias, int T, int E, int k,
                           float scale)
 {
-    struct cuda_ctx *c = ctx_w(be);
+    struct cuda_ctx *c = hy_cuda_ctx(be); /* writes the routing alone: matmul's holds stay */
     HY_ASSERT(T >= 0 && k >= 1 && k <= E && k <= HY_CUDA_MOE_MAX_K && E <= HY_CUDA_MOE_MAX_E);
     if (hy_cuda_replaying(c) || T == 0)
         return;
@@ -126,20 +126,23 @@ static bool use_mma(const struct cuda_ctx *c, const struct hy_weight *w, int T)
  * moe_mmvq.cu (quantized experts from int8 activations quantized here into r->xq, where the
  * routing has that scratch; bf16 from x), else the float32 GEMV of moe.cu, whose
  * quantized products keep float32 activations as the invariant matmul's do. n_in input rows
- * x of cols; in_row the rows of the places (NULL: the place). */
-static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, int n_in,
-                         const int32_t *in_row, const struct hy_weight *w0, const void *w1,
-                         const struct hy_moe_route *r, int E, int T, int k, int max_n)
+ * x of cols; xq: x quantized already (a norm's hold), or NULL; in_row the rows of the places
+ * (NULL: the place). */
+static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, const void *xq,
+                         int n_in, const int32_t *in_row, const struct hy_weight *w0,
+                         const void *w1, const struct hy_moe_route *r, int E, int T, int k,
+                         int max_n)
 {
     const int code = code_of(w0->dtype), qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, w0->rows, w0->cols);
     HY_ASSERT(!r->shared || T <= HY_MOE_SHARED_MAX_T);
     const struct hy_cuda_moe_sh sh = {r->shared ? E : -1, T * k, T};
     if (!c->invariant && hy_cuda_moe_mmvq_fits(code, w0->cols, stride) &&
-        (code < 0 ? !((uintptr_t)x & 15) : r->xq != NULL)) {
-        if (code >= 0)
+        (code < 0 ? !((uintptr_t)x & 15) : xq || r->xq)) {
+        if (code >= 0 && !xq)
             hy_cuda_mmvq_quantize(c->stream, r->xq, x, n_in, w0->cols);
-        hy_cuda_moe_mmvq(c->stream, out, code >= 0 ? r->xq : (const void *)x, n_in, in_row,
+        hy_cuda_moe_mmvq(c->stream, out, code < 0 ? (const void *)x : xq ? xq : r->xq, n_in,
+                         in_row,
                          w0->data, w1, stride, code, w0->rows, w0->cols, r->off, r->act,
                          slots(E, T, k), max_n, T, sh);
         return;
@@ -152,7 +155,10 @@ void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
                             const struct hy_weight *gate, const struct hy_weight *up, int E,
                             const struct hy_moe_route *r, int T, int k)
 {
-    struct cuda_ctx *c = ctx_w(be);
+    struct cuda_ctx *c = hy_cuda_ctx(be);
+    /* x quantized by the norm before (cuda.c's hold), which this op's writes then end */
+    const void *held = c->xq_x == x && c->xq_T == T && c->xq_cols == gate->cols ? c->xq : NULL;
+    c = ctx_w(be);
     const int code = code_of(gate->dtype);
     HY_ASSERT(code >= -1 && up->dtype == gate->dtype && up->rows == gate->rows &&
               up->cols == gate->cols && T >= 0 && gate->cols % 8 == 0 &&
@@ -162,7 +168,7 @@ void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
     const int qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, gate->rows, gate->cols);
     const bool mm = use_mma(c, gate, T);
-    grouped_gemv(c, act, x, T, r->rows, gate, up->data, r, E, T, k,
+    grouped_gemv(c, act, x, held, T, r->rows, gate, up->data, r, E, T, k,
                  mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
     if (mm)
         hy_cuda_moe_mma(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
@@ -182,7 +188,7 @@ void hy_cuda_op_moe_down(struct hy_backend *be, float *y, const float *act,
     const int qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, down->rows, down->cols);
     const bool mm = use_mma(c, down, T);
-    grouped_gemv(c, y, act, T * k + (r->shared ? T : 0), NULL, down, NULL, r, E, T, k,
+    grouped_gemv(c, y, act, NULL, T * k + (r->shared ? T : 0), NULL, down, NULL, r, E, T, k,
                  mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
     if (mm)
         hy_cuda_moe_mma(c->stream, y, act, down->data, NULL, stride, code, down->rows,

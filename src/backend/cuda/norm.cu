@@ -9,9 +9,12 @@
  *   strided loop would wait for each load in turn);
  * - anything else: a block per row with a strided loop (reads x twice).
  * The first two can also write out rounded to bf16 (nearest even, as hy_cuda_f32_to_bf16)
- * into obf: the matmul that takes out next then finds its bf16 operand ready and skips the
- * conversion kernel (cuda.c). */
+ * into obf, or quantized to int8 as hy_cuda_mmvq_quantize does (qmmvq.h's layout, the same
+ * bits: the 8 lanes that hold a 32-column block find its max by shuffles) into xq: the
+ * matmul that takes out next then finds its operand ready and skips the conversion kernel
+ * (cuda.c). */
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/mmvq_dot.cuh"
 
 #include <cuda_bf16.h>
 
@@ -37,6 +40,33 @@ __device__ __forceinline__ void put(float4 *out, __nv_bfloat16 *obf, int64_t i, 
     }
 }
 
+/* float4 i of a row's output, o, into the int8 activations q of that row (valid: i is in
+ * the row). Every lane of the warp calls it: lanes 8j .. 8j + 7 hold the float4s of one
+ * 32-column block (i % 8 == lane % 8 in both kernels below). */
+__device__ __forceinline__ void put_q(const mv_x &q, int64_t row, int n4, int i, float4 o,
+                                      bool valid)
+{
+    float m = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
+#pragma unroll
+    for (int k = 1; k < 8; k <<= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, k));
+    const float dq = m / 127.0f, id = m > 0.0f ? 127.0f / m : 0.0f;
+    const int a = __float2int_rn(o.x * id), b = __float2int_rn(o.y * id);
+    const int c = __float2int_rn(o.z * id), e = __float2int_rn(o.w * id);
+    int sum = a + b + c + e;
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (!valid)
+        return;
+    const int64_t at = row * 4 * (int64_t)n4 + 4 * (int64_t)i; /* the row's first column: 4 n4 */
+    *(uint32_t *)(q.q + at) = (uint32_t)(a & 255) | (uint32_t)(b & 255) << 8 |
+                              (uint32_t)(c & 255) << 16 | (uint32_t)(e & 255) << 24;
+    if ((i & 7) == 0)
+        ((float *)q.d)[at >> 5] = dq;
+    if ((i & 3) == 0)
+        ((float *)q.s)[at >> 4] = dq * (float)sum;
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1)
@@ -46,8 +76,9 @@ __device__ __forceinline__ float warp_sum(float v)
 
 /* With ADD, x += y first (x written back); out may equal y. */
 template <bool ADD>
-__global__ void rmsnorm_warp_kernel(float4 *out, __nv_bfloat16 *obf, float4 *x, const float4 *y,
-                                    const float4 *w, int64_t rows, int n4, float eps)
+__global__ void rmsnorm_warp_kernel(float4 *out, __nv_bfloat16 *obf, mv_x xq, float4 *x,
+                                    const float4 *y, const float4 *w, int64_t rows, int n4,
+                                    float eps)
 {
     const int64_t row = (int64_t)blockIdx.x * (NORM_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -71,14 +102,17 @@ __global__ void rmsnorm_warp_kernel(float4 *out, __nv_bfloat16 *obf, float4 *x, 
 #pragma unroll
     for (int c = 0; c < WARP_VEC; c++) {
         int i = c * 32 + lane;
+        const float4 o = i < n4 ? scaled(v[c], w[i], inv) : make_float4(0, 0, 0, 0);
         if (i < n4)
-            put(out, obf, row * n4 + i, scaled(v[c], w[i], inv));
+            put(out, obf, row * n4 + i, o);
+        if (xq.q && c * 32 < n4) /* the whole warp, or none of it */
+            put_q(xq, row, n4, i, o, i < n4);
     }
 }
 
 template <bool ADD>
 __global__ void __launch_bounds__(NORM_THREADS)
-    rmsnorm_vec_kernel(float4 *out, __nv_bfloat16 *obf, float4 *x, const float4 *y,
+    rmsnorm_vec_kernel(float4 *out, __nv_bfloat16 *obf, mv_x xq, float4 *x, const float4 *y,
                        const float4 *w, int n4, float eps)
 {
     __shared__ float part[NORM_THREADS / 32];
@@ -111,8 +145,11 @@ __global__ void __launch_bounds__(NORM_THREADS)
 #pragma unroll
     for (int c = 0; c < NORM_VEC; c++) {
         int i = c * NORM_THREADS + threadIdx.x;
+        const float4 o = i < n4 ? scaled(v[c], w[i], inv) : make_float4(0, 0, 0, 0);
         if (i < n4)
-            put(yr, br16, i, scaled(v[c], w[i], inv));
+            put(yr, br16, i, o);
+        if (xq.q && c * NORM_THREADS < n4) /* every thread of the block, or none */
+            put_q(xq, blockIdx.x, n4, i, o, i < n4);
     }
 }
 
@@ -136,31 +173,34 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int64
         yr[i] = w[i] * (xr[i] * inv);
 }
 
-/* Launches the kernel for the shape; y != NULL: x += y first; obf != NULL: out's bf16
- * rounding there too. Returns false when only the strided kernel fits (which takes no y
- * and writes no obf). */
-static bool launch_vec(cudaStream_t st, float *out, uint16_t *obf, float *x, const float *y,
-                       const float *w, int64_t rows, int64_t d, float eps)
+/* Launches the kernel for the shape; y != NULL: x += y first; o.bf, o.xq: out's bf16
+ * rounding, its int8 quantization there too (xq: d % 32 == 0 only). Returns false when only
+ * the strided kernel fits (which takes no y and writes neither). */
+static bool launch_vec(cudaStream_t st, float *out, struct hy_cuda_norm_out o, float *x,
+                       const float *y, const float *w, int64_t rows, int64_t d, float eps)
 {
     const bool vec = d % 4 == 0 &&
                      !(((uintptr_t)out | (uintptr_t)x | (uintptr_t)y | (uintptr_t)w) & 15);
     float4 *o4 = (float4 *)out, *x4 = (float4 *)x;
     const float4 *y4 = (const float4 *)y, *w4 = (const float4 *)w;
-    __nv_bfloat16 *b = (__nv_bfloat16 *)obf;
+    __nv_bfloat16 *b = (__nv_bfloat16 *)o.bf;
+    mv_x q = {NULL, NULL, NULL};
+    if (o.xq)
+        q = mv_parts(o.xq, (int)rows, (int)d);
     if (vec && d <= 4 * 32 * WARP_VEC) {
         const unsigned per = NORM_THREADS / 32, blocks = (unsigned)((rows + per - 1) / per);
         if (y)
-            rmsnorm_warp_kernel<true><<<blocks, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4, rows,
+            rmsnorm_warp_kernel<true><<<blocks, NORM_THREADS, 0, st>>>(o4, b, q, x4, y4, w4, rows,
                                                                         (int)(d / 4), eps);
         else
-            rmsnorm_warp_kernel<false><<<blocks, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4, rows,
+            rmsnorm_warp_kernel<false><<<blocks, NORM_THREADS, 0, st>>>(o4, b, q, x4, y4, w4, rows,
                                                                          (int)(d / 4), eps);
     } else if (vec && d <= 4 * NORM_THREADS * NORM_VEC) {
         if (y)
-            rmsnorm_vec_kernel<true><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4,
+            rmsnorm_vec_kernel<true><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, b, q, x4, y4, w4,
                                                                                (int)(d / 4), eps);
         else
-            rmsnorm_vec_kernel<false><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, b, x4, y4, w4,
+            rmsnorm_vec_kernel<false><<<(unsigned)rows, NORM_THREADS, 0, st>>>(o4, b, q, x4, y4, w4,
                                                                                 (int)(d / 4), eps);
     } else {
         return false;
@@ -169,32 +209,47 @@ static bool launch_vec(cudaStream_t st, float *out, uint16_t *obf, float *x, con
     return true;
 }
 
-extern "C" bool hy_cuda_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, const float *x,
-                                const float *w, int64_t rows, int64_t d, float eps)
+/* What launch_vec wrote beside out (HY_CUDA_NORM_*). */
+static int wrote(struct hy_cuda_norm_out o)
 {
-    if (rows <= 0)
-        return false;
-    if ((uintptr_t)obf & 7) /* the kernel's choice never depends on obf */
-        obf = NULL;
-    if (launch_vec(st, out, obf, (float *)x, NULL, w, rows, d, eps))
-        return obf != NULL; /* (x is only read without y) */
-    rmsnorm_kernel<<<(unsigned)rows, NORM_THREADS, 0, st>>>(out, x, w, d, eps);
-    HY_CUDA_CHECK_LAUNCH();
-    return false;
+    return (o.bf ? HY_CUDA_NORM_BF : 0) | (o.xq ? HY_CUDA_NORM_XQ : 0);
 }
 
-extern "C" bool hy_cuda_add_rmsnorm(cudaStream_t st, float *out, uint16_t *obf, float *x,
-                                    const float *y, const float *w, int64_t rows, int64_t d,
-                                    float eps)
+/* o with what a kernel cannot take dropped (the kernel's choice never depends on o). */
+static struct hy_cuda_norm_out usable(struct hy_cuda_norm_out o, int64_t d)
+{
+    if ((uintptr_t)o.bf & 7)
+        o.bf = NULL;
+    if (((uintptr_t)o.xq & 15) || d % 32)
+        o.xq = NULL;
+    return o;
+}
+
+extern "C" int hy_cuda_rmsnorm(cudaStream_t st, float *out, struct hy_cuda_norm_out o,
+                               const float *x, const float *w, int64_t rows, int64_t d,
+                               float eps)
 {
     if (rows <= 0)
-        return false;
-    if ((uintptr_t)obf & 7)
-        obf = NULL;
-    if (launch_vec(st, out, obf, x, y, w, rows, d, eps))
-        return obf != NULL;
+        return 0;
+    o = usable(o, d);
+    if (launch_vec(st, out, o, (float *)x, NULL, w, rows, d, eps))
+        return wrote(o); /* (x is only read without y) */
+    rmsnorm_kernel<<<(unsigned)rows, NORM_THREADS, 0, st>>>(out, x, w, d, eps);
+    HY_CUDA_CHECK_LAUNCH();
+    return 0;
+}
+
+extern "C" int hy_cuda_add_rmsnorm(cudaStream_t st, float *out, struct hy_cuda_norm_out o,
+                                   float *x, const float *y, const float *w, int64_t rows,
+                                   int64_t d, float eps)
+{
+    if (rows <= 0)
+        return 0;
+    o = usable(o, d);
+    if (launch_vec(st, out, o, x, y, w, rows, d, eps))
+        return wrote(o);
     hy_cuda_add(st, x, y, rows * d);
     rmsnorm_kernel<<<(unsigned)rows, NORM_THREADS, 0, st>>>(out, x, w, d, eps);
     HY_CUDA_CHECK_LAUNCH();
-    return false;
+    return 0;
 }
