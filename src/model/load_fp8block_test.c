@@ -280,7 +280,7 @@ static void test_prepare_tails(void)
     CHECKF(hy_config_load(&cfg, path, &e) == HY_OK, "%s", e.msg);
     CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
     if (st) {
-        CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, &e) == HY_OK, "%s",
+        CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, false, &e) == HY_OK, "%s",
                e.msg);
         const struct hy_st_tensor *t = hy_st_find(st, "model.extra.weight");
         const struct ck_tensor *d = ck_find(&deq, "model.extra.weight");
