@@ -280,8 +280,8 @@ static void test_prepare_tails(void)
     CHECKF(hy_config_load(&cfg, path, &e) == HY_OK, "%s", e.msg);
     CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
     if (st) {
-        CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, false, &e) == HY_OK, "%s",
-               e.msg);
+        CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, false, &e) == HY_OK,
+               "%s", e.msg);
         const struct hy_st_tensor *t = hy_st_find(st, "model.extra.weight");
         const struct ck_tensor *d = ck_find(&deq, "model.extra.weight");
         CHECK(t && t->dtype == HY_DTYPE_BF16 && t->nbytes == d->nbytes &&
@@ -290,6 +290,83 @@ static void test_prepare_tails(void)
         CHECK(s && s->shape[0] == 3 && s->shape[1] == 3 && at_f32(s, 0) != at_f32(s, 8));
         hy_st_close(st);
     }
+    ck_free(&c);
+    ck_free(&deq);
+}
+
+/* keep_blocks (a backend that runs HY_DTYPE_F8_B128): 128x128 layer projections with
+ * in-features a multiple of 16 stay fp8 as an F8_B128 tensor whose struct hy_f8b_src points
+ * at the mapped codes and a float32 copy of the file's scales, and the binder binds that;
+ * columns off 16, a tensor that is no layer projection, other block sizes and a --quant
+ * q8 load are dequantized to bf16 as without it. Each extra tensor has tails both ways. */
+static void test_prepare_keep(int64_t br, enum hy_dtype quant)
+{
+    static const char *const names[3] = {"model.layers.0.mlp.xa_proj.weight",
+                                          "model.layers.0.mlp.xb_proj.weight",
+                                          "model.extra_proj.weight"};
+    static const int64_t cols[3] = {208, 260, 208};
+    struct ckpt src = {0}, c = {0}, deq = {0};
+    ck_read(&src, mqa_dir);
+    for (int i = 0; i < 3; i++) {
+        int64_t shape[2] = {300, cols[i]};
+        struct ck_tensor *w = ck_add(&src, names[i], "BF16", 2, shape);
+        for (int64_t k = 0; k < 300 * cols[i]; k++) {
+            uint16_t b = hy_f32_to_bf16(ldexpf((float)((k * 37 + i) % 201 - 100) / 64.0f + 0.01f,
+                                               (int)(k % 9) - 4));
+            memcpy(w->data + 2 * k, &b, 2);
+        }
+    }
+    make_fp8(&src, "lm_head", br, br, &c, &deq);
+    char dir[256], qc[512], path[4200];
+    qc_text(qc, sizeof qc, (int)br, (int)br, "lm_head");
+    snprintf(dir, sizeof dir, "%s/keep%lld-%d", root, (long long)br, (int)quant);
+    ck_write(&c, dir, mqa_dir, qc, NULL);
+    struct hy_st *st = NULL;
+    struct hy_config cfg;
+    struct hy_err e = {{0}};
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECKF(hy_config_load(&cfg, path, &e) == HY_OK, "%s", e.msg);
+    CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
+    if (st && hy_load_quant_prepare(st, dir, &cfg, quant, false, true, &e) == HY_OK) {
+        const bool keep = br == 128 && (quant == HY_DTYPE_F32 || quant == HY_DTYPE_F8_E4M3);
+        int n_kept = 0, n_deq = 0;
+        for (int i = 0; i < src.n; i++) {
+            const char *name = src.t[i].name;
+            if (!ends_with(name, "_proj.weight"))
+                continue;
+            const struct hy_st_tensor *t = hy_st_find(st, name), *f = hy_st_find_stored(st, name);
+            const struct ck_tensor *d = ck_find(&deq, name);
+            const bool kept = keep && strcmp(name, names[1]) && strcmp(name, names[2]);
+            char sname[HY_ST_MAX_NAME + 16];
+            snprintf(sname, sizeof sname, "%s_scale_inv", name);
+            const struct ck_tensor *fs = ck_find(&c, sname);
+            if (!kept) {
+                n_deq++;
+                CHECKF(t && t->dtype == HY_DTYPE_BF16 && t->nbytes == d->nbytes &&
+                           !memcmp(t->data, d->data, d->nbytes),
+                       "%s (blocks %lld, %s): dequantized", name, (long long)br,
+                       hy_dtype_name(quant));
+                continue;
+            }
+            n_kept++;
+            const struct hy_f8b_src *k = t ? t->data : NULL;
+            CHECKF(t && t->dtype == HY_DTYPE_F8_B128 && f && k && k->codes == f->data &&
+                       t->shape[0] == f->shape[0] && t->shape[1] == f->shape[1] && fs &&
+                       !memcmp(k->scale, fs->data, fs->nbytes),
+                   "%s: kept fp8 with the file's codes and scales", name);
+            struct hy_weight w;
+            CHECKF(hy_model_bind_st(&w, st, name, f->shape[0], f->shape[1], &e) == HY_OK &&
+                       w.dtype == HY_DTYPE_F8_B128 && w.data == k,
+                   "%s: bound as F8_B128 (%s)", name, e.msg);
+        }
+        CHECKF(n_kept == (keep ? 15 : 0) && n_deq == 17 - n_kept,
+               "blocks %lld, %s: %d kept, %d dequantized", (long long)br, hy_dtype_name(quant),
+               n_kept, n_deq);
+    } else {
+        CHECKF(false, "prepare: %s", e.msg);
+    }
+    hy_st_close(st);
+    ck_free(&src);
     ck_free(&c);
     ck_free(&deq);
 }
@@ -406,6 +483,10 @@ int main(void)
         run_case(hyv3_dir, "model.layers.2.mlp.experts.5.up_proj", 128, 128, true, "hyv3");
         run_case(hyv3_dir, "model.layers.2.mlp.experts.5.up_proj", 48, 40, false, "hyv3");
         test_prepare_tails();
+        test_prepare_keep(128, HY_DTYPE_F32);
+        test_prepare_keep(128, HY_DTYPE_F8_E4M3);
+        test_prepare_keep(128, HY_DTYPE_Q8_0);
+        test_prepare_keep(48, HY_DTYPE_F32);
         test_autofp8();
         test_bad();
         be->i->destroy(be);

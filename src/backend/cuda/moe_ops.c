@@ -3,6 +3,7 @@
 #include "backend/cuda/moe_ops.h"
 
 #include "backend/cuda/cuda_ctx.h"
+#include "backend/cuda/fp8b.h"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/qmatmul.h"
 
@@ -16,14 +17,17 @@ static int code_of(enum hy_dtype dt)
     case HY_DTYPE_Q8_0: return HY_CUDA_Q8_0;
     case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
     case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
+    case HY_DTYPE_F8_B128: return HY_CUDA_MOE_FP8B;
     default: return -2;
     }
 }
 
-/* The qmatmul.h type weight_upload keeps a matrix of dtype dt in, or -1 (bf16). */
+/* The qmatmul.h type weight_upload keeps a matrix of dtype dt in, HY_CUDA_MOE_FP8B
+ * (fp8b.h), or -1 (bf16). */
 static int qtype_kept(enum hy_dtype dt)
 {
     switch (dt) {
+    case HY_DTYPE_F8_B128: return HY_CUDA_MOE_FP8B;
     case HY_DTYPE_Q8_0: return HY_CUDA_Q8_0;
     case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
     case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
@@ -33,11 +37,32 @@ static int qtype_kept(enum hy_dtype dt)
     }
 }
 
+/* A device matrix's bytes (qt as qtype_kept gives it). */
+static size_t bytes_of(int qt, int64_t rows, int64_t cols)
+{
+    return qt == HY_CUDA_MOE_FP8B ? hy_cuda_fp8b_bytes(rows, cols)
+           : qt >= 0              ? hy_cuda_q_bytes(qt, rows, cols)
+                                  : (size_t)(rows * cols) * 2;
+}
+
 /* The stride of weight_upload_n's matrices: a device matrix's bytes, aligned. */
 static size_t stride_of(int qt, int64_t rows, int64_t cols)
 {
-    size_t b = qt >= 0 ? hy_cuda_q_bytes(qt, rows, cols) : (size_t)(rows * cols) * 2;
+    size_t b = bytes_of(qt, rows, cols);
     return (b + HY_CUDA_MOE_ALIGN - 1) / HY_CUDA_MOE_ALIGN * HY_CUDA_MOE_ALIGN;
+}
+
+/* hy_cuda_moe_gemv, or fp8b.h's for block-scaled fp8. */
+static void group_gemv(cudaStream_t st, float *out, const float *x, const struct hy_weight *w0,
+                       const void *w1, size_t stride, int code, bool gate_up,
+                       const struct hy_moe_route *r, int slots, int max_n)
+{
+    if (code == HY_CUDA_MOE_FP8B)
+        hy_cuda_moe_fp8b_gemv(st, out, x, w0->data, w1, stride, w0->rows, w0->cols, gate_up,
+                              r->off, r->rows, r->act, slots, max_n);
+    else
+        hy_cuda_moe_gemv(st, out, x, w0->data, w1, stride, code, w0->rows, w0->cols, gate_up,
+                         r->off, r->rows, r->act, slots, max_n);
 }
 
 bool hy_cuda_moe_takes(enum hy_dtype dt)
@@ -58,8 +83,7 @@ hy_status hy_cuda_weight_upload_n(struct hy_backend *be, struct hy_weight *ws, i
                   ws[i].cols == ws[0].cols);
     const int qt = qtype_kept(ws[0].dtype);
     const size_t stride = stride_of(qt, ws[0].rows, ws[0].cols);
-    const size_t bytes = qt >= 0 ? hy_cuda_q_bytes(qt, ws[0].rows, ws[0].cols)
-                                 : (size_t)(ws[0].rows * ws[0].cols) * 2;
+    const size_t bytes = bytes_of(qt, ws[0].rows, ws[0].cols);
     unsigned char *base = be->i->alloc(be, stride * (size_t)n);
     if (!base)
         return hy_err_set(err, HY_E_NOMEM, "out of device memory for %d %lldx%lld %s "
@@ -135,9 +159,8 @@ void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
     const int qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, gate->rows, gate->cols);
     const bool mm = use_mma(c, gate, T);
-    hy_cuda_moe_gemv(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
-                     gate->cols, true, r->off, r->rows, r->act, slots(E, T, k),
-                     mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
+    group_gemv(c->stream, act, x, gate, up->data, stride, code, true, r, slots(E, T, k),
+               mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
     if (mm)
         hy_cuda_moe_mma(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
                         gate->cols, true, r->off, r->rows, r->act, slots(E, T, k), T,
@@ -156,9 +179,8 @@ void hy_cuda_op_moe_down(struct hy_backend *be, float *y, const float *act,
     const int qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, down->rows, down->cols);
     const bool mm = use_mma(c, down, T);
-    hy_cuda_moe_gemv(c->stream, y, act, down->data, NULL, stride, code, down->rows, down->cols,
-                     false, r->off, r->rows, r->act, slots(E, T, k),
-                     mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
+    group_gemv(c->stream, y, act, down, NULL, stride, code, false, r, slots(E, T, k),
+               mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
     if (mm)
         hy_cuda_moe_mma(c->stream, y, act, down->data, NULL, stride, code, down->rows,
                         down->cols, false, r->off, r->rows, r->act, slots(E, T, k), T,

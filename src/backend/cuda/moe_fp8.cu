@@ -1,0 +1,130 @@
+/* moe_fp8.cu: the grouped expert GEMV for block-scaled fp8 stacks (fp8b.h has the contract,
+ * moe.h the grouped ops' one).
+ *
+ * Grid (slot, W rows / MF_WARPS): slot s < act[0] takes expert act[1 + s]; a warp takes one
+ * W row (of gate and up together for gate_up) and up to MF_NT of the expert's places a
+ * pass, so an expert with at most MF_NT places (every decode step's) reads its rows once.
+ * Lane l takes the row's 16-byte pieces l, l + 32, ... (16 codes in one 128-column block;
+ * two pieces in flight a matrix): decoded exactly (fp8_gemv.cuh), multiplied with each
+ * place's 16 x values into a float32 piece sum, which is added to the place's sum times
+ * the piece's scale. Xor shuffles sum the lanes; lane 0 writes. A place's arithmetic does
+ * not depend on how many places its expert has (the batch-invariant mode relies on it). */
+#include "backend/cuda/fp8_gemv.cuh"
+#include "backend/cuda/fp8b.h"
+
+#define MF_WARPS 8 /* W rows a block: a warp a row */
+#define MF_NT 8    /* places a pass */
+
+/* sum[t] = piece k (16 codes, v) of a row · x row xr[t] for t < nt (exact decoding). */
+static __device__ __forceinline__ void mf_piece(float (&sum)[MF_NT], uint4 v,
+                                                const float *const (&xr)[MF_NT], int nt, int k)
+{
+    float w[16];
+    f8_word(v.x, w);
+    f8_word(v.y, w + 4);
+    f8_word(v.z, w + 8);
+    f8_word(v.w, w + 12);
+#pragma unroll
+    for (int t = 0; t < MF_NT; t++) {
+        sum[t] = 0.0f;
+        if (t >= nt)
+            continue;
+        const float4 *x = (const float4 *)(xr[t] + 16 * k);
+        float p = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float4 a = __ldg(x + i);
+            p = fmaf(w[4 * i], a.x, p);
+            p = fmaf(w[4 * i + 1], a.y, p);
+            p = fmaf(w[4 * i + 2], a.z, p);
+            p = fmaf(w[4 * i + 3], a.w, p);
+        }
+        sum[t] = p;
+    }
+}
+
+/* acc[t] += the row's products with the places' x rows (a lane's pieces). */
+static __device__ __forceinline__ void mf_row(float (&acc)[MF_NT], const unsigned char *wm,
+                                              const float *bs, int cols, int r,
+                                              const float *const (&xr)[MF_NT], int nt)
+{
+    const uint4 *wr = (const uint4 *)(wm + (size_t)r * (size_t)cols);
+    const int n16 = cols / 16;
+#pragma unroll 2
+    for (int k = threadIdx.x & 31; k < n16; k += 32) {
+        float part[MF_NT];
+        mf_piece(part, ld_stream(wr + k), xr, nt, k);
+        const float s = __ldg(bs + k / (F8_BLOCK / 16));
+#pragma unroll
+        for (int t = 0; t < MF_NT; t++)
+            acc[t] = fmaf(s, part[t], acc[t]);
+    }
+#pragma unroll
+    for (int t = 0; t < MF_NT; t++)
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
+}
+
+template <bool GU>
+__global__ void __launch_bounds__(32 * MF_WARPS)
+    mf_gemv_kernel(float *out, const float *x, const unsigned char *w0, const unsigned char *w1,
+                   size_t stride, int n_rows, int cols, const int32_t *off, const int32_t *rows,
+                   const int32_t *act, int max_n)
+{
+    if ((int)blockIdx.x >= act[0])
+        return;
+    const int e = act[1 + blockIdx.x];
+    const int r = blockIdx.y * MF_WARPS + (threadIdx.x >> 5);
+    const int p0 = off[e], n = off[e + 1] - p0;
+    if (r >= n_rows || n > max_n) /* larger groups: the grouped GEMM (moe_mma.cu) */
+        return;
+    const size_t sat = f8b_scales_at(n_rows, cols);
+    const int64_t srow = (int64_t)(r / F8_BLOCK) * f8b_nbc(cols);
+    const unsigned char *g = w0 + (size_t)e * stride, *u = GU ? w1 + (size_t)e * stride : g;
+    const float *gs = (const float *)(g + sat) + srow, *us = (const float *)(u + sat) + srow;
+    for (int i0 = 0; i0 < n; i0 += MF_NT) {
+        const int nt = n - i0 < MF_NT ? n - i0 : MF_NT;
+        const float *xr[MF_NT];
+#pragma unroll
+        for (int t = 0; t < MF_NT; t++) {
+            const int p = p0 + i0 + (t < nt ? t : nt - 1);
+            xr[t] = x + (int64_t)(GU ? rows[p] : p) * cols;
+        }
+        float a[MF_NT] = {}, b[MF_NT] = {};
+        mf_row(a, g, gs, cols, r, xr, nt);
+        if (GU)
+            mf_row(b, u, us, cols, r, xr, nt);
+        if ((threadIdx.x & 31) == 0)
+            for (int t = 0; t < nt; t++) {
+                float v = a[t] * f8_dec_scale();
+                if (GU)
+                    v = v / (1.0f + expf(-v)) * (b[t] * f8_dec_scale());
+                out[(int64_t)(p0 + i0 + t) * n_rows + r] = v;
+            }
+    }
+}
+
+extern "C" void hy_cuda_moe_fp8b_gemv(cudaStream_t st, float *out, const float *x, const void *w0,
+                                      const void *w1, size_t stride, int64_t n_rows,
+                                      int64_t cols, bool gate_up, const int32_t *off,
+                                      const int32_t *rows, const int32_t *act, int slots,
+                                      int max_n)
+{
+    if (slots <= 0)
+        return;
+    if (cols < HY_CUDA_FP8B_COLS || cols % HY_CUDA_FP8B_COLS || cols > INT32_MAX ||
+        n_rows > INT32_MAX || ((uintptr_t)x & 15) || ((uintptr_t)w0 & 15) || stride % 16 ||
+        (gate_up && ((uintptr_t)w1 & 15)))
+        hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_moe_fp8b_gemv", "bad fp8b expert GEMV call");
+    const dim3 grid((unsigned)slots, (unsigned)((n_rows + MF_WARPS - 1) / MF_WARPS));
+    const unsigned char *g = (const unsigned char *)w0, *u = (const unsigned char *)w1;
+    if (gate_up)
+        mf_gemv_kernel<true><<<grid, 32 * MF_WARPS, 0, st>>>(out, x, g, u, stride, (int)n_rows,
+                                                            (int)cols, off, rows, act, max_n);
+    else
+        mf_gemv_kernel<false><<<grid, 32 * MF_WARPS, 0, st>>>(out, x, g, NULL, stride,
+                                                             (int)n_rows, (int)cols, off, rows,
+                                                             act, max_n);
+    HY_CUDA_CHECK_LAUNCH();
+}
