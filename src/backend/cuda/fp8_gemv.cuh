@@ -18,9 +18,10 @@
  * a time, decoded exactly to float32 and multiplied with x into float32 sums. Per row
  * (F8_ROW), the sums run over the whole row and the row's scale multiplies them once at
  * the end. Per block (F8_BLK), a piece lies in one 128-column block and the block's R rows
- * in one 128-row block (R divides 128), so a piece's products are summed apart and added
- * to the row's sums times the piece's one scale. Warp shuffles, then shared memory, sum a
- * row's parts (gemv_reduce_store). */
+ * in one 128-row block (R divides 128), so one scale, loaded once a piece, multiplies the
+ * piece's decoded weights (one float32 rounding each: the value the host dequantizer
+ * computes before its bf16 rounding) before their products. Warp shuffles, then shared
+ * memory, sum a row's parts (gemv_reduce_store). */
 #ifndef HY_BACKEND_CUDA_FP8_GEMV_CUH
 #define HY_BACKEND_CUDA_FP8_GEMV_CUH
 
@@ -35,6 +36,14 @@
 #define F8_BLOCK 128 /* rows and columns one scale covers (F8_BLK) */
 
 enum f8_scaling { F8_ROW = 0, F8_BLK = 1 };
+
+/* An fp8 weight as a chunked dequantize (hy_cuda_dequant_fn) of fp8mm.cu or fp8b.cu reads
+ * it: codes, scales (per row or per block), in-features. */
+struct f8_weight {
+    const unsigned char *wq;
+    const float *ws;
+    int64_t cols;
+};
 
 /* fp8b.h's layout: where a rows x cols matrix's scales start, and their columns. */
 static __host__ __device__ __forceinline__ size_t f8b_scales_at(int64_t rows, int64_t cols)
@@ -81,17 +90,23 @@ static __device__ __forceinline__ void f8_word(uint32_t u, float *w)
     w[3] = b.y;
 }
 
-/* sum[r][t] += the products of piece k (16 codes, v[r]) of each row with x rows t < NT. */
-template <int NT, int R>
+/* sum[r][t] += the products of piece k (16 codes, v[r]) of each row, times s when SC is
+ * F8_BLK, with x rows t < NT. */
+template <int NT, int R, int SC>
 static __device__ __forceinline__ void f8_piece(float (&sum)[R][NT], const uint4 (&v)[R],
-                                                const float *x, int cols, int k)
+                                                const float *x, int cols, int k, float s)
 {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         float wf[R][4];
 #pragma unroll
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < R; r++) {
             f8_word(i == 0 ? v[r].x : i == 1 ? v[r].y : i == 2 ? v[r].z : v[r].w, wf[r]);
+            if (SC == F8_BLK)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    wf[r][j] *= s;
+        }
 #pragma unroll
         for (int t = 0; t < NT; t++) {
             const float4 a = __ldg((const float4 *)(x + (int64_t)t * cols + 16 * k + 4 * i));
@@ -140,19 +155,7 @@ __global__ void __launch_bounds__(F8_MAX_THREADS, 1)
 #pragma unroll
         for (int r = 0; r < R; r++)
             v[r] = ld_stream(wr[r] + k);
-        if (SC == F8_ROW) {
-            f8_piece<NT, R>(acc, v, x, cols, k);
-            continue;
-        }
-        float part[R][NT];
-        gemv_zero(part);
-        f8_piece<NT, R>(part, v, x, cols, k);
-        const float s = __ldg(bs + k / (F8_BLOCK / 16));
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int t = 0; t < NT; t++)
-                acc[r][t] = fmaf(s, part[r][t], acc[r][t]);
+        f8_piece<NT, R, SC>(acc, v, x, cols, k, SC == F8_BLK ? __ldg(bs + k / 8) : 1.0f);
     }
     /* blockDim.x >= 64 >= R * NT */
     gemv_reduce_store<F8_MAX_THREADS / 32>(acc, out, row0, rows, blockDim.x >> 5,

@@ -54,18 +54,11 @@ __global__ void f8b_dequant_kernel(uint16_t *dst, const unsigned char *wq, const
     *(uint4 *)(dst + e) = make_uint4(o[0], o[1], o[2], o[3]);
 }
 
-/* The weight as f8b_dequant reads it. */
-struct f8b_weight {
-    const unsigned char *wq;
-    const float *ws;
-    int64_t cols;
-};
-
 /* hy_cuda_dequant_fn for block-scaled fp8. */
 static void f8b_dequant(cudaStream_t st, uint16_t *dst, const void *w, int64_t r0, int64_t nr,
                         int64_t nr_pad)
 {
-    const struct f8b_weight *fw = (const struct f8b_weight *)w;
+    const struct f8_weight *fw = (const struct f8_weight *)w;
     const int64_t nv = nr_pad * fw->cols / 8;
     f8b_dequant_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, st>>>(dst, fw->wq, fw->ws, r0, nr,
                                                                      nv, fw->cols);
@@ -85,7 +78,7 @@ extern "C" bool hy_cuda_matmul_fp8b(cudaStream_t st, cublasHandle_t blas, float 
         f8_gemv_t<F8_BLK>(st, out, x, wq, ws, rows, cols, T);
         return false;
     }
-    const struct f8b_weight fw = {wq, ws, cols};
+    const struct f8_weight fw = {wq, ws, cols};
     return hy_cuda_dequant_mm(st, blas, out, x, rows, cols, T, x_ready, s, f8b_dequant, &fw,
                               "fp8b matmul scratch too small");
 }

@@ -12,18 +12,21 @@
  * dequantizer computes it before its bf16 rounding.
  *
  * Matmul out[T, rows] = x[T, cols] · Wᵀ (float32 x and out, device):
- * - T <= 8, x 16-byte aligned (decode): fp8_gemv.cuh's GEMV, codes decoded exactly, the
- *   products of a 16-column piece summed in float32 and added times the piece's block
- *   scale: within (cols + 32)·2^-24·S of the exact product with the dequantized weights,
- *   S = Σ_c |x_c w_c| (each term passes at most 1 product, 15 piece sums, 1 scaling,
- *   cols/16 row sums, 13 reduction sums; fewer than cols + 32 roundings).
+ * - T <= 8, x 16-byte aligned (decode): fp8_gemv.cuh's GEMV, codes decoded exactly and
+ *   multiplied by their block's scale in float32 (the dequantized weight, one rounding),
+ *   products and sums in float32: within (cols + 32)·2^-24·S of the exact product with the
+ *   dequantized weights, S = Σ_c |x_c w_c| (a term passes 1 scaling, 1 product, at most
+ *   cols/16 + 3 sums in its thread and 13 in the reduction: fewer than cols + 32
+ *   roundings).
  * - Otherwise: rows of W dequantized to bf16 (float32 e4m3·scale, rounded to nearest even:
  *   the host loader's value) into the scratch wbf a chunk at a time, multiplied by cuBLAS
  *   with x rounded to bf16 (hy_cuda_dequant_mm): within (2^-8 + (cols + 4)·2^-24)·S.
  * The grouped expert GEMV (hy_cuda_moe_fp8b_gemv) has moe.h's contract for one code: a
  * warp a row, its lanes taking 16-byte pieces, every place of an expert (8 a pass) against
- * one read of the row; a place's sums as the dense GEMV's (the same bound), independent of
- * the other places. Ops never allocate. */
+ * one read of the row; a 16-column piece's exact products summed in float32, then added
+ * times its block's scale (a term passes 1 product, 15 piece sums, 1 scaling, cols/512 + 1
+ * row sums and 5 shuffle sums: the same bound), independent of the other places. Ops never
+ * allocate. */
 #ifndef HY_BACKEND_CUDA_FP8B_H
 #define HY_BACKEND_CUDA_FP8B_H
 

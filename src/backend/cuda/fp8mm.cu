@@ -317,13 +317,6 @@ __global__ void f8_dequant_bf16_kernel(uint16_t *dst, const unsigned char *wq, c
     }
 }
 
-/* The weight as f8_dequant reads it. */
-struct f8_weight {
-    const unsigned char *wq;
-    const float *ws;
-    int64_t cols;
-};
-
 /* hy_cuda_dequant_fn for fp8: 8 elements a thread where cols % 8 == 0, else 1. */
 static void f8_dequant(cudaStream_t st, uint16_t *dst, const void *w, int64_t r0, int64_t nr,
                        int64_t nr_pad)
