@@ -31,6 +31,7 @@
 #define HY_BACKEND_CUDA_FP8B_H
 
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/moe.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,12 +57,14 @@ void hy_cuda_fp8b_upload(cudaStream_t st, void *dst, const uint8_t *codes, const
 bool hy_cuda_matmul_fp8b(cudaStream_t st, cublasHandle_t blas, float *out, const float *x,
                          const void *w, int64_t rows, int64_t cols, int T, bool x_ready,
                          const struct hy_cuda_mm_scratch *s);
-/* moe.h's hy_cuda_moe_gemv for a stack of matrices in the layout above (n_rows x cols
- * each, at w0 + e * stride; stride and the pointers 16-byte aligned; x 16-byte aligned). */
+/* moe.h's hy_cuda_moe_gemv (the shared expert's group sh included) for a stack of
+ * matrices in the layout above (n_rows x cols each, at w0 + e * stride; stride and the
+ * pointers 16-byte aligned; x 16-byte aligned). */
 void hy_cuda_moe_fp8b_gemv(cudaStream_t st, float *out, const float *x, const void *w0,
                            const void *w1, size_t stride, int64_t n_rows, int64_t cols,
                            bool gate_up, const int32_t *off, const int32_t *rows,
-                           const int32_t *act, int slots, int max_n);
+                           const int32_t *act, int slots, int max_n,
+                           struct hy_cuda_moe_sh sh);
 
 #ifdef __cplusplus
 }

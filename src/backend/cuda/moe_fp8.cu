@@ -1,7 +1,8 @@
 /* moe_fp8.cu: the grouped expert GEMV for block-scaled fp8 stacks (fp8b.h has the contract,
  * moe.h the grouped ops' one).
  *
- * Grid (slot, W rows / MF_WARPS): slot s < act[0] takes expert act[1 + s]; a warp takes one
+ * Grid (slot, W rows / MF_WARPS): slot s < act[0] takes expert act[1 + s], and the last
+ * column the shared expert when it rides along (moe.h hy_moe_group_of); a warp takes one
  * W row (of gate and up together for gate_up) and up to MF_NT of the expert's places a
  * pass, so an expert with at most MF_NT places (every decode step's) reads its rows once.
  * Lane l takes the row's 16-byte pieces l, l + 32, ... (16 codes in one 128-column block;
@@ -11,6 +12,7 @@
  * not depend on how many places its expert has (the batch-invariant mode relies on it). */
 #include "backend/cuda/fp8_gemv.cuh"
 #include "backend/cuda/fp8b.h"
+#include "backend/cuda/moe.h"
 
 #define MF_WARPS 8 /* W rows a block: a warp a row */
 #define MF_NT 8    /* places a pass */
@@ -70,15 +72,13 @@ template <bool GU>
 __global__ void __launch_bounds__(32 * MF_WARPS)
     mf_gemv_kernel(float *out, const float *x, const unsigned char *w0, const unsigned char *w1,
                    size_t stride, int n_rows, int cols, const int32_t *off, const int32_t *rows,
-                   const int32_t *act, int max_n)
+                   const int32_t *act, int max_n, hy_cuda_moe_sh sh)
 {
-    if ((int)blockIdx.x >= act[0])
-        return;
-    const int e = act[1 + blockIdx.x];
+    int e, p0, n;
     const int r = blockIdx.y * MF_WARPS + (threadIdx.x >> 5);
-    const int p0 = off[e], n = off[e + 1] - p0;
-    if (r >= n_rows || n > max_n) /* larger groups: the grouped GEMM (moe_mma.cu) */
+    if (!hy_moe_group_of(off, act, max_n, sh, &e, &p0, &n) || r >= n_rows)
         return;
+    const bool shared = sh.e >= 0 && blockIdx.x == gridDim.x - 1; /* input: token p - p0 */
     const size_t sat = f8b_scales_at(n_rows, cols);
     const int64_t srow = (int64_t)(r / F8_BLOCK) * f8b_nbc(cols);
     const unsigned char *g = w0 + (size_t)e * stride, *u = GU ? w1 + (size_t)e * stride : g;
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(32 * MF_WARPS)
 #pragma unroll
         for (int t = 0; t < MF_NT; t++) {
             const int p = p0 + i0 + (t < nt ? t : nt - 1);
-            xr[t] = x + (int64_t)(GU ? rows[p] : p) * cols;
+            xr[t] = x + (int64_t)(GU ? (shared ? p - p0 : rows[p]) : p) * cols;
         }
         float a[MF_NT] = {}, b[MF_NT] = {};
         mf_row(a, g, gs, cols, r, xr, nt);
@@ -109,22 +109,22 @@ extern "C" void hy_cuda_moe_fp8b_gemv(cudaStream_t st, float *out, const float *
                                       const void *w1, size_t stride, int64_t n_rows,
                                       int64_t cols, bool gate_up, const int32_t *off,
                                       const int32_t *rows, const int32_t *act, int slots,
-                                      int max_n)
+                                      int max_n, struct hy_cuda_moe_sh sh)
 {
-    if (slots <= 0)
+    if (slots <= 0 && sh.e < 0)
         return;
     if (cols < HY_CUDA_FP8B_COLS || cols % HY_CUDA_FP8B_COLS || cols > INT32_MAX ||
         n_rows > INT32_MAX || ((uintptr_t)x & 15) || ((uintptr_t)w0 & 15) || stride % 16 ||
         (gate_up && ((uintptr_t)w1 & 15)))
         hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_moe_fp8b_gemv", "bad fp8b expert GEMV call");
-    const dim3 grid((unsigned)slots, (unsigned)((n_rows + MF_WARPS - 1) / MF_WARPS));
+    const dim3 grid((unsigned)(slots + (sh.e >= 0)), (unsigned)((n_rows + MF_WARPS - 1) / MF_WARPS));
     const unsigned char *g = (const unsigned char *)w0, *u = (const unsigned char *)w1;
     if (gate_up)
         mf_gemv_kernel<true><<<grid, 32 * MF_WARPS, 0, st>>>(out, x, g, u, stride, (int)n_rows,
-                                                            (int)cols, off, rows, act, max_n);
+                                                            (int)cols, off, rows, act, max_n, sh);
     else
         mf_gemv_kernel<false><<<grid, 32 * MF_WARPS, 0, st>>>(out, x, g, NULL, stride,
                                                              (int)n_rows, (int)cols, off, rows,
-                                                             act, max_n);
+                                                             act, max_n, sh);
     HY_CUDA_CHECK_LAUNCH();
 }
