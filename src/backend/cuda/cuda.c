@@ -158,9 +158,6 @@ static hy_status cuda_weight_upload_fp8(struct hy_backend *be, struct hy_weight 
     return HY_OK;
 }
 
-_Static_assert(HY_CUDA_FP8B_BLOCK == HY_F8_B128_BLOCK && HY_CUDA_FP8B_COLS == HY_F8_B128_COLS,
-               "fp8b.h repeats core/dtype.h's F8_B128 constants");
-
 /* fp8b: a block-scaled fp8 matrix stays fp8 (codes and block scales: the layout of fp8b.h),
  * copied from where the loader left it (the mapped file; no host copy). */
 static hy_status upload_fp8b(struct hy_backend *be, struct cuda_ctx *c, struct hy_weight *w,

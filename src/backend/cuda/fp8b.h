@@ -3,7 +3,7 @@
  * (fp8b.cu), the dense matmul (fp8b.cu) and the grouped expert GEMV (moe_fp8.cu; the
  * grouped tensor-core GEMM is moe_mma.cu's, code HY_CUDA_MOE_FP8B). C linkage; included by
  * cuda.c, moe_ops.c and the .cu files (which cannot include core/dtype.h: C11
- * _Static_assert), so the dtype's constants are repeated here and checked in cuda.c.
+ * _Static_assert), so the dtype's constants are repeated here and checked for C.
  *
  * Layout of a rows x cols matrix (cols % 16 == 0; hy_cuda_fp8b_bytes bytes, one
  * allocation): the codes, row-major, one byte a weight (row r at r*cols, 16-byte aligned);
@@ -32,6 +32,9 @@
 
 #include "backend/cuda/cuda_impl.h"
 #include "backend/cuda/moe.h"
+#ifndef __cplusplus
+#include "core/dtype.h"
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,6 +46,10 @@ extern "C" {
 
 #define HY_CUDA_FP8B_BLOCK 128 /* = HY_F8_B128_BLOCK */
 #define HY_CUDA_FP8B_COLS 16   /* = HY_F8_B128_COLS: cols is a multiple */
+#ifndef __cplusplus /* checked where C includes it */
+_Static_assert(HY_CUDA_FP8B_BLOCK == HY_F8_B128_BLOCK && HY_CUDA_FP8B_COLS == HY_F8_B128_COLS,
+               "fp8b.h repeats core/dtype.h's F8_B128 constants");
+#endif
 
 /* Device bytes of a rows x cols matrix in the layout above (a multiple of 16). */
 size_t hy_cuda_fp8b_bytes(int64_t rows, int64_t cols);
