@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(F8_MAX_THREADS, 1)
         wr[r] = (const uint4 *)(wq + (int64_t)gemv_row(row0, r, rows) * cols);
     /* F8_BLK: the scales of the block's rows (rows past the end read the last row, which
      * lies in the same 128-row block) */
-    const float *bs = ws + (int64_t)(row0 / F8_BLOCK) * f8b_nbc(cols);
+    const float *bs = SC == F8_BLK ? ws + (int64_t)(row0 / F8_BLOCK) * f8b_nbc(cols) : ws;
     float acc[R][NT];
     gemv_zero(acc);
 #pragma unroll(NT <= 2 ? 2 : 1)

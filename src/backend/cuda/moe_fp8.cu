@@ -6,9 +6,10 @@
  * W row (of gate and up together for gate_up) and up to MF_NT of the expert's places a
  * pass, so an expert with at most MF_NT places (every decode step's) reads its rows once.
  * Lane l takes the row's 16-byte pieces l, l + 32, ... (16 codes in one 128-column block;
- * two pieces in flight a matrix): decoded exactly (fp8_gemv.cuh), multiplied with each
- * place's 16 x values into a float32 piece sum, which is added to the place's sum times
- * the piece's scale. Xor shuffles sum the lanes; lane 0 writes. A place's arithmetic does
+ * two pieces in flight a matrix, gate's and up's loaded together): decoded exactly
+ * (fp8_gemv.cuh), multiplied with each place's 16 x values (one load for both matrices)
+ * into a float32 piece sum, which is added to the place's sum times the piece's scale. Xor
+ * shuffles sum the lanes; lane 0 writes. A place's arithmetic does
  * not depend on how many places its expert has (the batch-invariant mode relies on it). */
 #include "backend/cuda/fp8_gemv.cuh"
 #include "backend/cuda/fp8b.h"
@@ -17,55 +18,63 @@
 #define MF_WARPS 8 /* W rows a block: a warp a row */
 #define MF_NT 8    /* places a pass */
 
-/* sum[t] = piece k (16 codes, v) of a row · x row xr[t] for t < nt (exact decoding). */
-static __device__ __forceinline__ void mf_piece(float (&sum)[MF_NT], uint4 v,
-                                                const float *const (&xr)[MF_NT], int nt, int k)
+/* acc[m][t] += row r of matrix m < NM (gate, and up for gate_up: both rows' pieces loaded
+ * together, each x load serving both) · place t's x row xr[t], t < nt, over a lane's
+ * pieces; then the warp's sums (xor shuffles: every lane holds them). */
+template <int NM>
+static __device__ __forceinline__ void mf_rows(float (&acc)[NM][MF_NT],
+                                               const unsigned char *const (&wm)[NM],
+                                               const float *const (&bs)[NM], int cols, int r,
+                                               const float *const (&xr)[MF_NT], int nt)
 {
-    float w[16];
-    f8_word(v.x, w);
-    f8_word(v.y, w + 4);
-    f8_word(v.z, w + 8);
-    f8_word(v.w, w + 12);
-#pragma unroll
-    for (int t = 0; t < MF_NT; t++) {
-        sum[t] = 0.0f;
-        if (t >= nt)
-            continue;
-        const float4 *x = (const float4 *)(xr[t] + 16 * k);
-        float p = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const float4 a = __ldg(x + i);
-            p = fmaf(w[4 * i], a.x, p);
-            p = fmaf(w[4 * i + 1], a.y, p);
-            p = fmaf(w[4 * i + 2], a.z, p);
-            p = fmaf(w[4 * i + 3], a.w, p);
-        }
-        sum[t] = p;
-    }
-}
-
-/* acc[t] += the row's products with the places' x rows (a lane's pieces). */
-static __device__ __forceinline__ void mf_row(float (&acc)[MF_NT], const unsigned char *wm,
-                                              const float *bs, int cols, int r,
-                                              const float *const (&xr)[MF_NT], int nt)
-{
-    const uint4 *wr = (const uint4 *)(wm + (size_t)r * (size_t)cols);
     const int n16 = cols / 16;
 #pragma unroll 2
     for (int k = threadIdx.x & 31; k < n16; k += 32) {
-        float part[MF_NT];
-        mf_piece(part, ld_stream(wr + k), xr, nt, k);
-        const float s = __ldg(bs + k / (F8_BLOCK / 16));
+        uint4 v[NM];
 #pragma unroll
-        for (int t = 0; t < MF_NT; t++)
-            acc[t] = fmaf(s, part[t], acc[t]);
+        for (int m = 0; m < NM; m++)
+            v[m] = ld_stream((const uint4 *)(wm[m] + (size_t)r * (size_t)cols) + k);
+        float w[NM][16], s[NM];
+#pragma unroll
+        for (int m = 0; m < NM; m++) {
+            f8_word(v[m].x, w[m]);
+            f8_word(v[m].y, w[m] + 4);
+            f8_word(v[m].z, w[m] + 8);
+            f8_word(v[m].w, w[m] + 12);
+            s[m] = __ldg(bs[m] + k / (F8_BLOCK / 16));
+        }
+#pragma unroll
+        for (int t = 0; t < MF_NT; t++) {
+            if (t >= nt) /* the same for the whole warp */
+                break;
+            const float4 *x = (const float4 *)(xr[t] + 16 * k);
+            float p[NM];
+#pragma unroll
+            for (int m = 0; m < NM; m++)
+                p[m] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float4 a = __ldg(x + i);
+#pragma unroll
+                for (int m = 0; m < NM; m++) {
+                    p[m] = fmaf(w[m][4 * i], a.x, p[m]);
+                    p[m] = fmaf(w[m][4 * i + 1], a.y, p[m]);
+                    p[m] = fmaf(w[m][4 * i + 2], a.z, p[m]);
+                    p[m] = fmaf(w[m][4 * i + 3], a.w, p[m]);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < NM; m++)
+                acc[m][t] = fmaf(s[m], p[m], acc[m][t]);
+        }
     }
 #pragma unroll
-    for (int t = 0; t < MF_NT; t++)
+    for (int m = 0; m < NM; m++)
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
+        for (int t = 0; t < MF_NT; t++)
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                acc[m][t] += __shfl_xor_sync(0xffffffffu, acc[m][t], o);
 }
 
 template <bool GU>
@@ -81,8 +90,14 @@ __global__ void __launch_bounds__(32 * MF_WARPS)
     const bool shared = sh.e >= 0 && blockIdx.x == gridDim.x - 1; /* input: token p - p0 */
     const size_t sat = f8b_scales_at(n_rows, cols);
     const int64_t srow = (int64_t)(r / F8_BLOCK) * f8b_nbc(cols);
-    const unsigned char *g = w0 + (size_t)e * stride, *u = GU ? w1 + (size_t)e * stride : g;
-    const float *gs = (const float *)(g + sat) + srow, *us = (const float *)(u + sat) + srow;
+    constexpr int NM = GU ? 2 : 1;
+    const unsigned char *wm[NM];
+    const float *bs[NM];
+#pragma unroll
+    for (int m = 0; m < NM; m++) {
+        wm[m] = (m ? w1 : w0) + (size_t)e * stride;
+        bs[m] = (const float *)(wm[m] + sat) + srow;
+    }
     for (int i0 = 0; i0 < n; i0 += MF_NT) {
         const int nt = n - i0 < MF_NT ? n - i0 : MF_NT;
         const float *xr[MF_NT];
@@ -91,15 +106,13 @@ __global__ void __launch_bounds__(32 * MF_WARPS)
             const int p = p0 + i0 + (t < nt ? t : nt - 1);
             xr[t] = x + (int64_t)(GU ? (shared ? p - p0 : rows[p]) : p) * cols;
         }
-        float a[MF_NT] = {}, b[MF_NT] = {};
-        mf_row(a, g, gs, cols, r, xr, nt);
-        if (GU)
-            mf_row(b, u, us, cols, r, xr, nt);
+        float a[NM][MF_NT] = {};
+        mf_rows<NM>(a, wm, bs, cols, r, xr, nt);
         if ((threadIdx.x & 31) == 0)
             for (int t = 0; t < nt; t++) {
-                float v = a[t] * f8_dec_scale();
+                float v = a[0][t] * f8_dec_scale();
                 if (GU)
-                    v = v / (1.0f + expf(-v)) * (b[t] * f8_dec_scale());
+                    v = v / (1.0f + expf(-v)) * (a[NM - 1][t] * f8_dec_scale());
                 out[(int64_t)(p0 + i0 + t) * n_rows + r] = v;
             }
     }
