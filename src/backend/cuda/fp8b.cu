@@ -2,6 +2,7 @@
  * contract; fp8_gemv.cuh the GEMV and the decoding). */
 #include "backend/cuda/fp8_gemv.cuh"
 #include "backend/cuda/fp8b.h"
+#include "backend/cuda/qmma.h"
 
 #include <cuda_bf16.h>
 
@@ -78,6 +79,8 @@ extern "C" bool hy_cuda_matmul_fp8b(cudaStream_t st, cublasHandle_t blas, float 
         f8_gemv_t<F8_BLK>(st, out, x, wq, ws, rows, cols, T);
         return false;
     }
+    if (hy_cuda_qmma_fits(HY_CUDA_MOE_FP8B, rows, cols, w))
+        return hy_cuda_matmul_qmma(st, out, x, w, HY_CUDA_MOE_FP8B, rows, cols, T, x_ready, s);
     const struct f8_weight fw = {wq, ws, cols};
     return hy_cuda_dequant_mm(st, blas, out, x, rows, cols, T, x_ready, s, f8b_dequant, &fw,
                               "fp8b matmul scratch too small");

@@ -18,9 +18,11 @@
  *   dequantized weights, S = Σ_c |x_c w_c| (a term passes 1 scaling, 1 product, at most
  *   cols/16 + 3 sums in its thread and 13 in the reduction: fewer than cols + 32
  *   roundings).
- * - Otherwise: rows of W dequantized to bf16 (float32 e4m3·scale, rounded to nearest even:
- *   the host loader's value) into the scratch wbf a chunk at a time, multiplied by cuBLAS
- *   with x rounded to bf16 (hy_cuda_dequant_mm): within (2^-8 + (cols + 4)·2^-24)·S.
+ * - Otherwise, cols % 128 == 0: qmma.h's tensor-core kernel, W's codes read once a tile
+ *   and dequantized in registers to bf16 (float32 e4m3·scale rounded to nearest even: the
+ *   host loader's value), x rounded to bf16, float32 sums; other shapes: the same values
+ *   dequantized into the scratch wbf a chunk of rows at a time and multiplied by cuBLAS
+ *   (hy_cuda_dequant_mm). Both within (2^-8 + (cols + 4)·2^-24)·S (qmma.h, qmatmul.h).
  * The grouped expert GEMV (hy_cuda_moe_fp8b_gemv) has moe.h's contract for one code: a
  * warp a row, its lanes taking 16-byte pieces, every place of an expert (8 a pass) against
  * one read of the row; a 16-column piece's exact products summed in float32, then added
