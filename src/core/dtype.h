@@ -48,8 +48,9 @@ struct hy_q8_0_block {
 _Static_assert(sizeof(struct hy_q8_0_block) == 34, "Q8_0 block must be 34 bytes (GGUF layout)");
 
 /* Bytes per block of hy_dtype_block_elems(t) elements: the element size for F32/F16/BF16/
- * F8_E4M3/F8_B128 (blocks of 1; F8_B128: its codes on a device), 34 for Q8_0 and 18 for Q4_0 (blocks of 32), 144 for Q4_K and 210
- * for Q6_K (blocks of 256), 66 for Q4_G128 (blocks of 128). */
+ * F8_E4M3/F8_B128 (blocks of 1; F8_B128: its codes on a device), 34 for Q8_0 and 18 for
+ * Q4_0 (blocks of 32), 144 for Q4_K and 210 for Q6_K (blocks of 256), 66 for Q4_G128
+ * (blocks of 128). */
 size_t hy_dtype_size(enum hy_dtype t);
 /* Elements per block: 1 for the plain types, else the block size above. */
 int64_t hy_dtype_block_elems(enum hy_dtype t);

@@ -217,7 +217,8 @@ static void make_fp8b_experts(struct rng *rg, int E, int64_t rows, int64_t cols,
     float *scales = (float *)(src + E);
     uint8_t *codes = (uint8_t *)(scales + (size_t)E * (size_t)ns);
     for (int e = 0; e < E; e++) {
-        src[e] = (struct hy_f8b_src){codes + (size_t)e * (size_t)n, scales + (size_t)e * (size_t)ns};
+        src[e] = (struct hy_f8b_src){codes + (size_t)e * (size_t)n,
+                                     scales + (size_t)e * (size_t)ns};
         ct_fp8w_fill(rg, rows, cols, 128, 128, (uint8_t *)src[e].codes, (float *)src[e].scale,
                      v + (size_t)e * (size_t)n, tmp);
         ws[e] = (struct hy_weight){HY_DTYPE_F8_B128, rows, cols, &src[e]};

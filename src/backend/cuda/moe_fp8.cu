@@ -130,7 +130,8 @@ extern "C" void hy_cuda_moe_fp8b_gemv(cudaStream_t st, float *out, const float *
         n_rows > INT32_MAX || ((uintptr_t)x & 15) || ((uintptr_t)w0 & 15) || stride % 16 ||
         (gate_up && ((uintptr_t)w1 & 15)))
         hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_moe_fp8b_gemv", "bad fp8b expert GEMV call");
-    const dim3 grid((unsigned)(slots + (sh.e >= 0)), (unsigned)((n_rows + MF_WARPS - 1) / MF_WARPS));
+    const dim3 grid((unsigned)(slots + (sh.e >= 0)),
+                    (unsigned)((n_rows + MF_WARPS - 1) / MF_WARPS));
     const unsigned char *g = (const unsigned char *)w0, *u = (const unsigned char *)w1;
     if (gate_up)
         mf_gemv_kernel<true><<<grid, 32 * MF_WARPS, 0, st>>>(out, x, g, u, stride, (int)n_rows,

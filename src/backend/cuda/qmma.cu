@@ -339,7 +339,8 @@ __global__ void qmma_sum_kernel(float *out, const float *part, int64_t n, int sp
 /* A matrix's device bytes (qt: qmatmul.h's, or block-scaled fp8's). */
 static size_t qmma_bytes(int qt, int64_t rows, int64_t cols)
 {
-    return qt == HY_CUDA_MOE_FP8B ? hy_cuda_fp8b_bytes(rows, cols) : hy_cuda_q_bytes(qt, rows, cols);
+    return qt == HY_CUDA_MOE_FP8B ? hy_cuda_fp8b_bytes(rows, cols)
+                                  : hy_cuda_q_bytes(qt, rows, cols);
 }
 
 extern "C" bool hy_cuda_qmma_fits(int qt, int64_t rows, int64_t cols, const void *w)
