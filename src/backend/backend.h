@@ -20,7 +20,17 @@ struct hy_weight {
     enum hy_dtype dtype;
     int64_t rows;     /* out features (or 1 for a vector) */
     int64_t cols;     /* in features (or the vector length) */
-    const void *data; /* rows*cols elements, backend memory (mmapped file for CPU) */
+    const void *data; /* rows*cols elements, backend memory (mmapped file for CPU);
+                       * HY_DTYPE_F8_B128 before weight_upload: a struct hy_f8b_src */
+};
+
+/* The host form of an HY_DTYPE_F8_B128 weight (core/dtype.h) that weight_upload and
+ * weight_upload_n take: hy_weight.data points at one (the loader's, owned by the
+ * safetensors set). w[r][c] = e4m3(codes[r*cols + c]) * scale[(r/128) * ceil(cols/128) +
+ * c/128]. */
+struct hy_f8b_src {
+    const uint8_t *codes; /* [rows, cols] float8 e4m3fn, host (the mapped file) */
+    const float *scale;   /* [ceil(rows/128), ceil(cols/128)] float32, host */
 };
 
 /* One sequence's share of a batched attention call over the paged KV pool. */
@@ -125,8 +135,13 @@ struct hy_backend_i {
     /* (optional) Copies weight *w (data in host memory, e.g. the mmapped file) into backend
      * memory once, at load, in the dtype the backend computes with, and points w->data and
      * w->dtype at the copy; free it with free(be, w->data). On failure *w is unchanged.
-     * NULL (the CPU backends): the ops read weights where they lie. */
+     * NULL (the CPU backends): the ops read weights where they lie. A dtype that
+     * weight_keeps names stays that dtype, in a layout of the backend's own. */
     hy_status (*weight_upload)(struct hy_backend *be, struct hy_weight *w, struct hy_err *err);
+    /* (optional) Whether weight_upload takes matrices of dtype dt that no host code reads
+     * (HY_DTYPE_F8_B128) and keeps them in that dtype for matmul, and for the grouped MoE
+     * ops where moe_takes(dt) too. NULL: none (the loader then dequantizes them). */
+    bool (*weight_keeps)(enum hy_dtype dt);
     /* (optional) Copies an fp8 weight into backend memory once, at load, keeping it fp8:
      * codes (host, float8 e4m3fn, [w->rows, w->cols] row-major), scale (host, n_scale
      * float32: 1 per tensor or w->rows per output row; weight = e4m3(code) * scale) and

@@ -14,6 +14,7 @@ size_t hy_dtype_size(enum hy_dtype t)
     case HY_DTYPE_BF16: return 2;
     case HY_DTYPE_Q8_0: return sizeof(struct hy_q8_0_block);
     case HY_DTYPE_F8_E4M3: return 1;
+    case HY_DTYPE_F8_B128: return 1;
     case HY_DTYPE_Q4_0: return sizeof(struct hy_q4_0_block);
     case HY_DTYPE_Q4_K: return sizeof(struct hy_q4_k_block);
     case HY_DTYPE_Q6_K: return sizeof(struct hy_q6_k_block);
@@ -92,6 +93,7 @@ const char *hy_dtype_name(enum hy_dtype t)
     case HY_DTYPE_Q4_K: return "Q4_K";
     case HY_DTYPE_Q6_K: return "Q6_K";
     case HY_DTYPE_Q4_G128: return "Q4_G128";
+    case HY_DTYPE_F8_B128: return "F8_B128";
     default: break;
     }
     return "?";

@@ -26,8 +26,19 @@ enum hy_dtype {
     HY_DTYPE_Q4_K = 6,
     HY_DTYPE_Q6_K = 7,
     HY_DTYPE_Q4_G128 = 8,
+    /* Block-scaled fp8 kept as fp8 by a device backend (transformers' FineGrainedFP8 with
+     * weight_block_size [128, 128]): e4m3fn codes [rows, cols] (1 byte each) and float32
+     * scales [ceil(rows/128), ceil(cols/128)]; w[r][c] = e4m3(code) * scale[r/128][c/128];
+     * cols a multiple of HY_F8_B128_COLS (the device rows' 16-byte loads). On the host a
+     * weight's data is a descriptor of both (backend.h struct hy_f8b_src), not elements:
+     * made by the loader only for a backend that keeps the type (weight_keeps), no host
+     * conversion (hy_dtype_to_f32 asserts), never stored. */
+    HY_DTYPE_F8_B128 = 9,
     HY_DTYPE_COUNT
 };
+
+#define HY_F8_B128_BLOCK 128 /* rows and columns a scale of HY_DTYPE_F8_B128 covers */
+#define HY_F8_B128_COLS 16   /* its column count is a multiple of this */
 
 #define HY_Q8_0_BLOCK 32
 struct hy_q8_0_block {
@@ -37,8 +48,9 @@ struct hy_q8_0_block {
 _Static_assert(sizeof(struct hy_q8_0_block) == 34, "Q8_0 block must be 34 bytes (GGUF layout)");
 
 /* Bytes per block of hy_dtype_block_elems(t) elements: the element size for F32/F16/BF16/
- * F8_E4M3 (blocks of 1), 34 for Q8_0 and 18 for Q4_0 (blocks of 32), 144 for Q4_K and 210
- * for Q6_K (blocks of 256), 66 for Q4_G128 (blocks of 128). */
+ * F8_E4M3/F8_B128 (blocks of 1; F8_B128: its codes on a device), 34 for Q8_0 and 18 for
+ * Q4_0 (blocks of 32), 144 for Q4_K and 210 for Q6_K (blocks of 256), 66 for Q4_G128
+ * (blocks of 128). */
 size_t hy_dtype_size(enum hy_dtype t);
 /* Elements per block: 1 for the plain types, else the block size above. */
 int64_t hy_dtype_block_elems(enum hy_dtype t);
@@ -46,7 +58,7 @@ int64_t hy_dtype_block_elems(enum hy_dtype t);
  * (asserted: callers check and refuse first). */
 size_t hy_dtype_row_bytes(enum hy_dtype t, int64_t cols);
 /* Spelling: the safetensors one ("F32", "F16", "BF16", "F8_E4M3"), or "Q8_0", "Q4_0",
- * "Q4_K", "Q6_K", "Q4_G128". */
+ * "Q4_K", "Q6_K", "Q4_G128", "F8_B128". */
 const char *hy_dtype_name(enum hy_dtype t);
 /* Parses the safetensors spelling; returns -1 for anything else (also "Q8_0", which no
  * safetensors file holds). */

@@ -37,6 +37,8 @@ static void test_names(void)
     for (int t = 0; t <= HY_DTYPE_BF16; t++)
         CHECK(hy_dtype_parse(hy_dtype_name((enum hy_dtype)t)) == t);
     CHECK(hy_dtype_parse("Q8_0") == -1); /* no safetensors file holds it */
+    CHECK(hy_dtype_parse(hy_dtype_name(HY_DTYPE_F8_B128)) == -1); /* nor this one */
+    CHECK(hy_dtype_size(HY_DTYPE_F8_B128) == 1 && hy_dtype_row_bytes(HY_DTYPE_F8_B128, 7) == 7);
     CHECK(hy_dtype_size(HY_DTYPE_Q8_0) == 34 && hy_dtype_block_elems(HY_DTYPE_Q8_0) == 32);
     CHECK(hy_dtype_row_bytes(HY_DTYPE_Q8_0, 4096) == 128 * 34);
     CHECK(hy_dtype_row_bytes(HY_DTYPE_BF16, 7) == 14);

@@ -29,7 +29,9 @@ static hy_status bindf(struct hy_weight *w, const struct hy_st *st, int64_t rows
     char name[HY_ST_MAX_NAME];
     snprintf(name, sizeof name, fmt, layer, expert);
     hy_status s = hy_model_bind_st(w, st, name, rows, cols, err);
-    if (!s && w->dtype != HY_DTYPE_F32 && w->dtype != HY_DTYPE_F16 && w->dtype != HY_DTYPE_BF16)
+    /* F8_B128: block-scaled fp8 the loader kept for a backend that runs it (load_quant.h) */
+    if (!s && w->dtype != HY_DTYPE_F32 && w->dtype != HY_DTYPE_F16 && w->dtype != HY_DTYPE_BF16 &&
+        w->dtype != HY_DTYPE_F8_B128)
         s = hy_err_set(err, HY_E_UNSUPPORTED, "tensor %s is %s; hy_v3 reads F32, F16 and BF16",
                        name, hy_dtype_name(w->dtype));
     return s;

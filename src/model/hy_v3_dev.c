@@ -104,6 +104,11 @@ static hy_status up_experts(struct hy_model *m, struct hy_weight *ws, int E, str
         return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 on the %s backend: experts in %s are "
                           "not supported (bf16, q8 and q4 are)", op->name, hy_dtype_name(dt));
     if (!m->weights_quantized) { /* block types (GGUF files) are kept as they are */
+        for (int e = 1; e < E; e++) /* one stack, one dtype (fp8 checkpoints may mix) */
+            if (ws[e].dtype != ws[0].dtype)
+                return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3: experts 0 and %d of a layer are "
+                                  "%s and %s; a layer's experts must share a dtype", e,
+                                  hy_dtype_name(ws[0].dtype), hy_dtype_name(ws[e].dtype));
         hy_status s = op->weight_upload_n(m->be, ws, E, err);
         if (!s)
             s = keep(m, ws[0].data, err);

@@ -502,6 +502,15 @@ static uint64_t device_used(struct hy_backend *be)
     return used;
 }
 
+/* Whether block-scaled fp8 projections can stay fp8 on be (HY_DTYPE_F8_B128): its matmul
+ * keeps them, and for hy_v3 its grouped expert ops take them too. */
+static bool keeps_fp8_blocks(const struct hy_backend *be, bool hyv3)
+{
+    const struct hy_backend_i *op = be->i;
+    return op->weight_upload && op->weight_keeps && op->weight_keeps(HY_DTYPE_F8_B128) &&
+           (!hyv3 || (op->moe_takes && op->moe_takes(HY_DTYPE_F8_B128)));
+}
+
 hy_status hy_model_load(struct hy_model **out, const char *dir, struct hy_backend *be,
                         struct hy_err *err)
 {
@@ -531,7 +540,8 @@ hy_status hy_model_load_opts(struct hy_model **out, const char *dir, struct hy_b
     if (hyv3) /* its own limits and tensors (hy_v3.h; a GGUF file's are bound already) */
         s = hy_v3_check_load(m, quant, err);
     if (!s && !gguf) /* fp8 checkpoints and --quant fp8: BF16 tensors put into the set (load_quant.h) */
-        s = hy_load_quant_prepare(m->st, dir, &m->cfg, quant, false, err);
+        s = hy_load_quant_prepare(m->st, dir, &m->cfg, quant, false, keeps_fp8_blocks(be, hyv3),
+                                  err);
     if (!s && hyv3 && !gguf)
         s = hy_v3_bind(m, err);
     if (!s && !gguf && !hyv3)

@@ -252,6 +252,29 @@ static void test_autofp8(void)
     ck_free(&deq);
 }
 
+/* c written as root/name (tiny-mqa's config, br x br blocks, lm_head kept) and opened with
+ * hy_load_quant_prepare(quant, keep_blocks); NULL with a failed check. */
+static struct hy_st *write_prepare(const struct ckpt *c, const char *name, int br,
+                                   enum hy_dtype quant, bool keep_blocks)
+{
+    char dir[256], qc[512], path[4200];
+    qc_text(qc, sizeof qc, br, br, "lm_head");
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    ck_write(c, dir, mqa_dir, qc, NULL);
+    struct hy_st *st = NULL;
+    struct hy_config cfg;
+    struct hy_err e = {{0}};
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECKF(hy_config_load(&cfg, path, &e) == HY_OK, "%s", e.msg);
+    CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
+    if (st && hy_load_quant_prepare(st, dir, &cfg, quant, false, keep_blocks, &e) != HY_OK) {
+        CHECKF(false, "%s: %s", name, e.msg);
+        hy_st_close(st);
+        st = NULL;
+    }
+    return st;
+}
+
 /* A 300 x 260 tensor at 128x128 (tails of 44 rows and 4 columns) through
  * hy_load_quant_prepare: the put tensor equals the weight-by-weight values. */
 static void test_prepare_tails(void)
@@ -269,19 +292,8 @@ static void test_prepare_tails(void)
     }
     ck_copy(&deq, &c);
     block_quantize(&c, &deq, "model.extra.weight", 128, 128);
-    char dir[256], qc[512], path[4200];
-    qc_text(qc, sizeof qc, 128, 128, "lm_head");
-    snprintf(dir, sizeof dir, "%s/extra", root);
-    ck_write(&c, dir, mqa_dir, qc, NULL);
-    struct hy_st *st = NULL;
-    struct hy_config cfg;
-    struct hy_err e = {{0}};
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    CHECKF(hy_config_load(&cfg, path, &e) == HY_OK, "%s", e.msg);
-    CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
+    struct hy_st *st = write_prepare(&c, "extra", 128, HY_DTYPE_F32, false);
     if (st) {
-        CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, &e) == HY_OK, "%s",
-               e.msg);
         const struct hy_st_tensor *t = hy_st_find(st, "model.extra.weight");
         const struct ck_tensor *d = ck_find(&deq, "model.extra.weight");
         CHECK(t && t->dtype == HY_DTYPE_BF16 && t->nbytes == d->nbytes &&
@@ -290,6 +302,83 @@ static void test_prepare_tails(void)
         CHECK(s && s->shape[0] == 3 && s->shape[1] == 3 && at_f32(s, 0) != at_f32(s, 8));
         hy_st_close(st);
     }
+    ck_free(&c);
+    ck_free(&deq);
+}
+
+/* The extra projections of test_prepare_keep: kept where keep_blocks applies, or not
+ * (columns off 16, no layer projection). Each has short last blocks both ways. */
+static const char *const xnames[3] = {"model.layers.0.mlp.xa_proj.weight",
+                                      "model.layers.0.mlp.xb_proj.weight",
+                                      "model.extra_proj.weight"};
+
+/* Every projection of src in the prepared set st: kept (keep, but for xnames 1 and 2) as
+ * F8_B128 with the file's codes and scales (c's), bound as such; else deq's bf16. */
+static void check_keep(struct hy_st *st, const struct ckpt *src, struct ckpt *c, struct ckpt *deq,
+                       bool keep, const char *what)
+{
+    struct hy_err e = {{0}};
+    int n_kept = 0, n_deq = 0;
+    for (int i = 0; i < src->n; i++) {
+        const char *name = src->t[i].name;
+        if (!ends_with(name, "_proj.weight"))
+            continue;
+        const struct hy_st_tensor *t = hy_st_find(st, name), *f = hy_st_find_stored(st, name);
+        const struct ck_tensor *d = ck_find(deq, name);
+        char sname[HY_ST_MAX_NAME + 16];
+        snprintf(sname, sizeof sname, "%s_scale_inv", name);
+        const struct ck_tensor *fs = ck_find(c, sname);
+        if (!keep || !strcmp(name, xnames[1]) || !strcmp(name, xnames[2])) {
+            n_deq++;
+            CHECKF(t && t->dtype == HY_DTYPE_BF16 && t->nbytes == d->nbytes &&
+                       !memcmp(t->data, d->data, d->nbytes),
+                   "%s: %s dequantized", what, name);
+            continue;
+        }
+        n_kept++;
+        const struct hy_f8b_src *k = t ? t->data : NULL;
+        CHECKF(t && t->dtype == HY_DTYPE_F8_B128 && f && k && k->codes == f->data &&
+                   t->shape[0] == f->shape[0] && t->shape[1] == f->shape[1] && fs &&
+                   !memcmp(k->scale, fs->data, fs->nbytes),
+               "%s: %s kept fp8 with the file's codes and scales", what, name);
+        struct hy_weight w;
+        CHECKF(f && hy_model_bind_st(&w, st, name, f->shape[0], f->shape[1], &e) == HY_OK &&
+                   w.dtype == HY_DTYPE_F8_B128 && w.data == k,
+               "%s: %s bound as F8_B128 (%s)", what, name, e.msg);
+    }
+    /* tiny-mqa's 14 projections (in-features 64, 128, 256) and the 3 extra ones */
+    CHECKF(n_kept == (keep ? 15 : 0) && n_deq == 17 - n_kept, "%s: %d kept, %d dequantized",
+           what, n_kept, n_deq);
+}
+
+/* keep_blocks (a backend that runs HY_DTYPE_F8_B128): 128x128 layer projections with
+ * in-features a multiple of 16 stay fp8 as an F8_B128 tensor whose struct hy_f8b_src points
+ * at the mapped codes and a float32 copy of the file's scales, and the binder binds that;
+ * columns off 16, a tensor that is no layer projection, other block sizes and a --quant
+ * q8 load are dequantized to bf16 as without it. */
+static void test_prepare_keep(int br, enum hy_dtype quant)
+{
+    static const int64_t cols[3] = {208, 260, 208};
+    struct ckpt src = {0}, c = {0}, deq = {0};
+    ck_read(&src, mqa_dir);
+    for (int i = 0; i < 3; i++) {
+        int64_t shape[2] = {300, cols[i]};
+        struct ck_tensor *w = ck_add(&src, xnames[i], "BF16", 2, shape);
+        for (int64_t k = 0; k < 300 * cols[i]; k++) {
+            uint16_t b = hy_f32_to_bf16(ldexpf((float)((k * 37 + i) % 201 - 100) / 64.0f + 0.01f,
+                                               (int)(k % 9) - 4));
+            memcpy(w->data + 2 * k, &b, 2);
+        }
+    }
+    make_fp8(&src, "lm_head", br, br, &c, &deq);
+    char what[64];
+    snprintf(what, sizeof what, "keep%d-%s", br, hy_dtype_name(quant));
+    struct hy_st *st = write_prepare(&c, what, br, quant, true);
+    if (st)
+        check_keep(st, &src, &c, &deq,
+                   br == 128 && (quant == HY_DTYPE_F32 || quant == HY_DTYPE_F8_E4M3), what);
+    hy_st_close(st);
+    ck_free(&src);
     ck_free(&c);
     ck_free(&deq);
 }
@@ -406,6 +495,10 @@ int main(void)
         run_case(hyv3_dir, "model.layers.2.mlp.experts.5.up_proj", 128, 128, true, "hyv3");
         run_case(hyv3_dir, "model.layers.2.mlp.experts.5.up_proj", 48, 40, false, "hyv3");
         test_prepare_tails();
+        test_prepare_keep(128, HY_DTYPE_F32);
+        test_prepare_keep(128, HY_DTYPE_F8_E4M3);
+        test_prepare_keep(128, HY_DTYPE_Q8_0);
+        test_prepare_keep(48, HY_DTYPE_F32);
         test_autofp8();
         test_bad();
         be->i->destroy(be);

@@ -261,7 +261,8 @@ static void test_handmade(void)
     CHECKF(hy_st_open(&st, dir, &e) == HY_OK, "%s", e.msg);
     if (!st)
         return;
-    CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, &e) == HY_OK, "%s", e.msg);
+    CHECKF(hy_load_quant_prepare(st, dir, &cfg, HY_DTYPE_F32, false, false, &e) == HY_OK, "%s",
+           e.msg);
     const struct hy_st_tensor *w = hy_st_find(st, "lin.weight");
     CHECK(w && w->dtype == HY_DTYPE_BF16 && w->n_dims == 2 && w->shape[0] == 8 &&
           w->shape[1] == 16);

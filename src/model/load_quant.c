@@ -3,6 +3,7 @@
 #include "model/load_quant.h"
 #include "model/load_gptq.h"
 
+#include "backend/backend.h"
 #include "core/fp8.h"
 #include "core/log.h"
 #include "core/threads.h"
@@ -15,7 +16,8 @@
 
 #define SUFFIX_W ".weight"
 #define TAG_CODES "@fp8"  /* "<linear>.weight@fp8": the e4m3 codes */
-#define TAG_SCALE "@f32"  /* "<linear>.weight_scale@f32", "<linear>.input_scale@f32" */
+#define TAG_SCALE "@f32"  /* "<linear>.weight_scale@f32", "<linear>.input_scale@f32",
+                          * "<linear>.weight_scale_inv@f32" (kept block scales) */
 #define LIST_MAX 8        /* names listed in the summary line */
 
 static const char *const proj_suffix[7] = {
@@ -138,7 +140,7 @@ static void shape_str(const struct hy_st_tensor *t, char *buf, size_t cap)
 }
 
 struct fp8_stats {
-    int n_fp8, n_block, n_tensor, n_channel, n_input;
+    int n_fp8, n_block, n_tensor, n_channel, n_input, n_kept;
 };
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -213,11 +215,47 @@ static hy_status input_scale(const struct hy_st *st, const struct hy_quant_confi
     return HY_OK;
 }
 
-/* One F8_E4M3 tensor `name` (a copy: puts move tensors). Block-scaled weights are only
- * dequantized: the fp8 view (per-tensor or per-row scales, what weight_upload_fp8 takes)
- * is not made for them. */
+/* Whether the block-scaled fp8 weight `name` [rows, cols] stays fp8 for a backend that
+ * keeps HY_DTYPE_F8_B128 (load_quant.h): a decoder layer's projection in 128x128 blocks
+ * with cols a multiple of HY_F8_B128_COLS. */
+static bool keeps_blocks(const struct hy_quant_config *q, bool keep, const char *name,
+                         int64_t cols)
+{
+    return keep && q->block_rows == HY_F8_B128_BLOCK && q->block_cols == HY_F8_B128_BLOCK &&
+           cols % HY_F8_B128_COLS == 0 && !strncmp(name, "model.layers.", 13) &&
+           ends_with(name, "_proj" SUFFIX_W);
+}
+
+/* Puts the F8_B128 form of `name` (backend.h struct hy_f8b_src: the mapped codes and
+ * scale, which the set owns from here on, also on failure). */
+static hy_status put_kept(struct hy_st *st, const char *name, int file, const uint8_t *codes,
+                          float *scale, int64_t rows, int64_t cols, struct hy_err *err)
+{
+    struct hy_f8b_src *src = malloc(sizeof *src);
+    if (!src) {
+        free(scale);
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    }
+    *src = (struct hy_f8b_src){codes, scale};
+    char key[HY_ST_MAX_NAME + 16];
+    const int64_t n = ceil_div(rows, HY_F8_B128_BLOCK) * ceil_div(cols, HY_F8_B128_BLOCK);
+    snprintf(key, sizeof key, "%s_scale_inv" TAG_SCALE, name);
+    hy_status s = hy_st_put(st, key, file, HY_DTYPE_F32, 1, &n, scale, true, err);
+    int64_t shape[2] = {rows, cols};
+    if (s)
+        free(src);
+    else
+        s = hy_st_put(st, name, file, HY_DTYPE_F8_B128, 2, shape, src, true, err);
+    return s;
+}
+
+/* One F8_E4M3 tensor `name` (a copy: puts move tensors). Block-scaled weights are
+ * dequantized, or, where keeps_blocks, left as stored with their float32 scales put beside
+ * them (hy_load_quant_block_scale); the per-row fp8 view (weight_upload_fp8) is not made
+ * for them. */
 static hy_status fp8_one(struct hy_st *st, struct hy_pool *pool, const struct hy_quant_config *q,
-                         const char *name, struct fp8_stats *stats, struct hy_err *err)
+                         bool keep, const char *name, struct fp8_stats *stats,
+                         struct hy_err *err)
 {
     const struct hy_st_tensor *t = hy_st_find_stored(st, name);
     char base[HY_ST_MAX_NAME], key[HY_ST_MAX_NAME + 16], shp[96];
@@ -253,9 +291,15 @@ static hy_status fp8_one(struct hy_st *st, struct hy_pool *pool, const struct hy
         if (!s)
             s = hy_st_put(st, key, fi, HY_DTYPE_F8_E4M3, 2, shape, (void *)codes, false, err);
     }
-    if (!s)
+    const bool kept = !s && blocks && keeps_blocks(q, keep, name, cols);
+    if (kept) {
+        s = put_kept(st, name, fi, codes, scale, rows, cols, err);
+        scale = NULL; /* the set's from the put on */
+    } else if (!s) {
         s = put_dequant(st, pool, name, fi, codes, sc, rows, cols, err);
+    }
     if (!s) {
+        stats->n_kept += kept;
         stats->n_fp8++;
         stats->n_block += blocks;
         stats->n_tensor += n_scale == 1;
@@ -379,16 +423,16 @@ static hy_status fp8_check_rest(const struct hy_st *st, const struct hy_config *
         snprintf(blk, sizeof blk, "%d in %dx%d blocks, ", fs->n_block, q->block_rows,
                  q->block_cols);
     HY_LOGI("fp8 checkpoint (%s): %d linears fp8 (%s%d per-tensor, %d per-channel scales, %d "
-            "with static input scales), dequantized to bf16 for the CPU kernels; %d projections "
-            "kept as stored%s%s%s",
+            "with static input scales), %d kept fp8 for the backend, the rest dequantized to "
+            "bf16 for the CPU kernels; %d projections kept as stored%s%s%s",
             q->source[0] ? q->source : "no quantization_config", fs->n_fp8, blk, fs->n_tensor,
-            fs->n_channel, fs->n_input, n_kept, n_kept ? ": " : "", list,
+            fs->n_channel, fs->n_input, fs->n_kept, n_kept, n_kept ? ": " : "", list,
             n_kept > LIST_MAX ? ", ..." : "");
     return HY_OK;
 }
 
 static hy_status fp8_checkpoint(struct hy_st *st, struct hy_pool *pool, const struct hy_config *cfg,
-                                const struct hy_quant_config *q, struct hy_err *err)
+                                const struct hy_quant_config *q, bool keep, struct hy_err *err)
 {
     size_t n = 0;
     char(*names)[HY_ST_MAX_NAME] = collect(st, pick_f8, &n);
@@ -400,7 +444,7 @@ static hy_status fp8_checkpoint(struct hy_st *st, struct hy_pool *pool, const st
     struct fp8_stats fs = {0};
     hy_status s = HY_OK;
     for (size_t i = 0; i < n && !s; i++)
-        s = fp8_one(st, pool, q, names[i], &fs, err);
+        s = fp8_one(st, pool, q, keep, names[i], &fs, err);
     free(names);
     if (!s && q->method == HY_QUANT_FP8 && fs.n_fp8 == 0)
         HY_LOGW("the quantization config says fp8 but no tensor is F8_E4M3: loading as stored");
@@ -543,7 +587,8 @@ static hy_status quantize_fp8(struct hy_st *st, struct hy_pool *pool, const stru
 /* ---- entry points ---- */
 
 hy_status hy_load_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
-                                enum hy_dtype quant, bool per_channel, struct hy_err *err)
+                                enum hy_dtype quant, bool per_channel, bool keep_blocks,
+                                struct hy_err *err)
 {
     struct hy_quant_config q;
     hy_status s = hy_quant_config_load(&q, dir, err);
@@ -565,7 +610,7 @@ hy_status hy_load_quant_prepare(struct hy_st *st, const char *dir, const struct 
     if (!s && (has_f8 || quant == HY_DTYPE_F8_E4M3) && hy_pool_create(&pool, 0, NULL) != HY_OK)
         pool = NULL; /* dequantize on this thread alone */
     if (!s && (has_f8 || q.method == HY_QUANT_FP8))
-        s = fp8_checkpoint(st, pool, cfg, &q, err);
+        s = fp8_checkpoint(st, pool, cfg, &q, keep_blocks && quant == HY_DTYPE_F32, err);
     if (!s && quant == HY_DTYPE_F8_E4M3)
         s = quantize_fp8(st, pool, cfg, per_channel, err);
     hy_pool_destroy(pool);

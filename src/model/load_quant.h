@@ -28,8 +28,16 @@
  *   transformers' Fp8Dequantize (w.float() * scale) then the cast to the bf16 model dtype.
  *   A weight_scale where block scales are configured (or a weight_scale_inv where they are
  *   not), both beside one weight, a scale beside a non-fp8 weight, a missing one or one of
- *   the wrong shape, dtype or value are errors naming the tensor. No fp8 view is kept for
- *   block-scaled weights (hy_load_quant_fp8_view: false): a device backend gets the bf16.
+ *   the wrong shape, dtype or value are errors naming the tensor. No per-row fp8 view is
+ *   kept for block-scaled weights (hy_load_quant_fp8_view: false). With keep_blocks (the
+ *   backend keeps HY_DTYPE_F8_B128: backend.h weight_keeps) and quant HY_DTYPE_F32 (or
+ *   fp8, which changes nothing here), a decoder layer's projection
+ *   (model.layers.*_proj.weight) in 128x128 blocks with in-features a multiple of
+ *   HY_F8_B128_COLS is not dequantized: it is put as an HY_DTYPE_F8_B128 tensor whose data
+ *   is a struct hy_f8b_src (backend.h) pointing at the codes where they lie (the mapped
+ *   file) and at a float32 copy of the scales (also put, as "<name>_scale_inv@f32"), so
+ *   the binder binds an F8_B128 weight and nothing of it is copied on the host (the scales
+ *   are 1/16384 of the weights). Other block sizes, shapes and tensors are dequantized.
  *   Without weight_block_size, "fp8" is AutoFP8's per-tensor form, read as above. The same
  *   runs for hy_v3 (every expert, the shared expert, attention, the dense layer; router
  *   and expert_bias as stored); a GPTQ hy_v3 checkpoint is HY_E_UNSUPPORTED.
@@ -73,7 +81,9 @@
 #include <stdint.h>
 
 hy_status hy_load_quant_prepare(struct hy_st *st, const char *dir, const struct hy_config *cfg,
-                                enum hy_dtype quant, bool per_channel, struct hy_err *err);
+                                enum hy_dtype quant, bool per_channel, bool keep_blocks,
+                                struct hy_err *err);
+
 
 /* The fp8 form of weight `weight_name` (e.g. "model.layers.0.mlp.up_proj.weight") after
  * hy_load_quant_prepare: w[r][c] = e4m3(codes[r*cols + c]) * scale[n_scale == 1 ? 0 : r]. */

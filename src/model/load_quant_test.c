@@ -291,7 +291,8 @@ static void test_quant_at_load(const struct ckpt *src)
     snprintf(path, sizeof path, "%s/config.json", src_dir);
     CHECK(hy_config_load(&cfg, path, &e) == HY_OK);
     CHECK(hy_st_open(&st, src_dir, &e) == HY_OK);
-    CHECKF(hy_load_quant_prepare(st, src_dir, &cfg, HY_DTYPE_F8_E4M3, true, &e) == HY_OK, "%s", e.msg);
+    CHECKF(hy_load_quant_prepare(st, src_dir, &cfg, HY_DTYPE_F8_E4M3, true, false, &e) == HY_OK,
+           "%s", e.msg);
     struct hy_load_quant_view v;
     const struct ck_tensor *w = ck_find((struct ckpt *)src, "model.layers.1.mlp.up_proj.weight");
     CHECK(hy_load_quant_fp8_view(st, w->name, &v) && v.n_scale == w->shape[0]);

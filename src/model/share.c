@@ -86,11 +86,14 @@ static bool same_tensor(const struct hy_weight *a, const struct hy_weight *b, si
 }
 
 /* A slot the loader keeps in fp8 on the backend (upload_weights' fp8 path) is made from
- * the checkpoint's fp8 codes, which the bound bf16 view does not show: never shared. */
+ * the checkpoint's fp8 codes, which the bound bf16 view does not show: never shared; nor
+ * a block-scaled one (its bound codes do not show its scales). */
 static bool fp8_kept(const struct hy_model *m, int s)
 {
     struct hy_load_quant_view v;
     char name[HY_ST_MAX_NAME];
+    if (m->bound && m->bound[s].dtype == HY_DTYPE_F8_B128)
+        return true;
     if (s < 3 || !m->st || !m->be->i->weight_upload_fp8)
         return false;
     struct hy_layer_tensor t[HY_LAYER_TENSORS];
@@ -116,8 +119,8 @@ hy_status hy_model_share(struct hy_model *m, const struct hy_model *from, struct
     struct hy_model *f = (struct hy_model *)from; /* read only: hy_model_slot takes no const */
     for (int s = 0; s < m->n_slots; s++) {
         size_t bytes = 0;
-        if (!same_tensor(&m->bound[s], &from->bound[s], &bytes) || fp8_kept(m, s) ||
-            fp8_kept(from, s))
+        if (fp8_kept(m, s) || fp8_kept(from, s) || /* first: F8_B128 data is no tensor */
+            !same_tensor(&m->bound[s], &from->bound[s], &bytes))
             continue;
         *hy_model_slot(m, s) = *hy_model_slot(f, s);
         m->shared[s] = true;

@@ -2,6 +2,7 @@
  * the cuBLAS handle and its workspace, memory, weight upload, and the op table, which
  * stages index arrays (stage.c) and calls the launchers of the .cu files. */
 #include "backend/cuda/cuda_ctx.h"
+#include "backend/cuda/fp8b.h"
 #include "backend/cuda/fp8mm.h"
 #include "backend/cuda/moe_ops.h"
 #include "backend/cuda/qmatmul.h"
@@ -157,6 +158,30 @@ static hy_status cuda_weight_upload_fp8(struct hy_backend *be, struct hy_weight 
     return HY_OK;
 }
 
+/* fp8b: a block-scaled fp8 matrix stays fp8 (codes and block scales: the layout of fp8b.h),
+ * copied from where the loader left it (the mapped file; no host copy). */
+static hy_status upload_fp8b(struct hy_backend *be, struct cuda_ctx *c, struct hy_weight *w,
+                             struct hy_err *err)
+{
+    const struct hy_f8b_src *src = w->data;
+    HY_ASSERT(w->rows >= 1 && w->cols >= HY_F8_B128_COLS && w->cols % HY_F8_B128_COLS == 0 &&
+              src && src->codes && src->scale);
+    if (wbf_alloc(c, err)) /* the dequantize scratch of T > 8 */
+        return HY_E_NOMEM;
+    void *dev = cuda_alloc(be, hy_cuda_fp8b_bytes(w->rows, w->cols));
+    if (!dev)
+        return hy_err_set(err, HY_E_NOMEM, "out of device memory for a %lldx%lld fp8 weight",
+                          (long long)w->rows, (long long)w->cols);
+    hy_cuda_fp8b_upload(c->stream, dev, src->codes, src->scale, w->rows, w->cols);
+    w->data = dev;
+    return HY_OK;
+}
+
+static bool cuda_weight_keeps(enum hy_dtype dt)
+{
+    return dt == HY_DTYPE_F8_B128;
+}
+
 /* Matrices become bf16 (bf16 data is copied as it is; f16/f32 and the block types
  * other than those below rounded to nearest even on the host, a chunk at a time); vectors
  * (rows == 1: norm weights) become float32, exact. Q8_0, Q4_0, Q4_G128, Q4_K and Q6_K
@@ -167,6 +192,8 @@ static hy_status cuda_weight_upload(struct hy_backend *be, struct hy_weight *w,
     struct cuda_ctx *c = ctx_of(be);
     if (w->rows > 1 && qtype_of(w->dtype) >= 0) /* qmatmul */
         return upload_quantized(be, c, w, qtype_of(w->dtype), err);
+    if (w->dtype == HY_DTYPE_F8_B128)
+        return upload_fp8b(be, c, w, err);
     const int64_t n = w->rows * w->cols;
     const enum hy_dtype to = w->rows == 1 ? HY_DTYPE_F32 : HY_DTYPE_BF16;
     const size_t esz = hy_dtype_size(to);
@@ -296,7 +323,9 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     HY_ASSERT(w->rows <= INT32_MAX && w->cols <= INT32_MAX);
     const int qt = w->rows > 1 ? qtype_of(w->dtype) : -1;
     const bool f8 = w->dtype == HY_DTYPE_F8_E4M3; /* fp8mm (weight_upload_fp8) */
-    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32 || qt >= 0 || (f8 && c->fp8));
+    const bool f8b = w->dtype == HY_DTYPE_F8_B128; /* fp8b.h */
+    HY_ASSERT(w->dtype == HY_DTYPE_BF16 || w->dtype == HY_DTYPE_F32 || qt >= 0 || (f8 && c->fp8) ||
+              f8b);
     if (T <= 0)
         return;
     if (hy_cuda_replaying(c)) { /* the recording made the same choices */
@@ -306,16 +335,21 @@ static void cuda_matmul(struct hy_backend *be, float *out, const float *x,
     }
     const struct hy_cuda_mm_scratch s = {c->xbf, c->xbf_cap, c->wbf, c->wbf_cap, c->cbuf,
                                          c->cbuf_cap};
-    if (f8) { /* fp8mm; batch-invariant: GEMVs of at most 8 rows (a row's sums alone) */
+    if (f8 || f8b) { /* fp8mm, fp8b; batch-invariant: GEMVs of <= 8 rows (sums alone) */
         HY_ASSERT(!c->invariant || (w->cols % 16 == 0 && ((uintptr_t)x & 15) == 0));
         bool ready = !c->invariant && c->xbf_x == x && c->xbf_T == T && c->xbf_cols == w->cols;
         const int step = c->invariant ? 8 : T;
-        for (int t0 = 0; t0 < T; t0 += step)
-            ready = hy_cuda_matmul_fp8(c->fp8, c->stream, c->blas, out + (int64_t)t0 * w->rows,
-                                       x + (int64_t)t0 * w->cols, w->data, w->rows, w->cols,
-                                       T - t0 < step ? T - t0 : step,
-                                       (enum hy_cuda_fp8_mode)c->fp8_mode, ready, &s) &&
+        for (int t0 = 0; t0 < T; t0 += step) {
+            float *o = out + (int64_t)t0 * w->rows;
+            const float *xt = x + (int64_t)t0 * w->cols;
+            const int n = T - t0 < step ? T - t0 : step;
+            ready = (f8b ? hy_cuda_matmul_fp8b(c->stream, c->blas, o, xt, w->data, w->rows,
+                                               w->cols, n, ready, &s)
+                         : hy_cuda_matmul_fp8(c->fp8, c->stream, c->blas, o, xt, w->data,
+                                              w->rows, w->cols, n,
+                                              (enum hy_cuda_fp8_mode)c->fp8_mode, ready, &s)) &&
                     !c->invariant;
+        }
         c->xbf_x = ready ? x : NULL; /* else xbf may hold a chunk of x, or x's fp8 codes */
         c->xbf_T = T, c->xbf_cols = w->cols;
         return; /* out never overlaps x (the op's contract) */
@@ -660,6 +694,7 @@ static const struct hy_backend_i cuda_iface = {
     .silu_mul = cuda_silu_mul,
     .add = cuda_add,
     .weight_upload = cuda_weight_upload,
+    .weight_keeps = cuda_weight_keeps,
     .weight_upload_fp8 = cuda_weight_upload_fp8,
     .topk = cuda_topk,
     .max_topk = cuda_max_topk,

@@ -9,7 +9,10 @@
  * backend's ops). fp8 weights
  * handed to the weight_upload_fp8 op stay fp8 (codes, a float32 scale a row: fp8mm.h, which
  * says how matmul runs them and how precise it is); an F8_E4M3 hy_weight given to the plain
- * weight_upload becomes bf16.
+ * weight_upload becomes bf16. Block-scaled fp8 (HY_DTYPE_F8_B128, which weight_keeps
+ * names) stays fp8 through weight_upload and weight_upload_n, copied from the host form
+ * (the mapped file) without a host copy: fp8b.h has its layout, matmul and the grouped
+ * expert ops' precision.
  * Matmul with those five types: up to 8 input rows dequantize in registers and sum in
  * float32 with float32 x; larger inputs dequantize a chunk of weight rows at a time into a
  * bf16 scratch and multiply by cuBLAS as bf16 weights (a chunked dequantize, not a fused

@@ -1,11 +1,14 @@
 /* cuda_backend_ops_test.c: the weight ops of the CUDA backend from one table of cases, in
  * the manner of ggml's test-backend-ops: every weight type the backend takes (F32, F16,
  * BF16, Q8_0, Q4_0, Q4_G128, Q4_K, Q6_K through weight_upload; fp8 e4m3 codes with a scale
- * per tensor or per row through weight_upload_fp8) x shapes x token counts x x alignments
+ * per tensor or per row through weight_upload_fp8, or per 128x128 block (HY_DTYPE_F8_B128,
+ * fp8b.h, the last blocks of a row or column shorter) through weight_upload) x shapes x
+ * token counts (a 1-, 8-, 64- and 256-row step among them) x x alignments
  * for matmul, and every dtype it keeps for embedding lookup, each through the backend's op
  * table against the plain C reference (cpu/ref.c). A new type or shape is a row of a table.
  * Weights are random, never zero (rows scaled over 2^-3..2^3; blocks of 32 columns over
- * 2^-2..2^2 but for fp8), quantized on the host by core's quantizers. The reference sums in
+ * 2^-2..2^2, for block-scaled fp8 blocks of 128 over 2^0..2^2), quantized on the host by
+ * core's quantizers. The reference sums in
  * double over the weight as the device holds it: the quantized host bytes (the device
  * dequantizes each value exactly as the host), e4m3(code)·scale for fp8, or, for float
  * dtypes, the values read back after upload (a matrix is stored as bf16; the upload's
@@ -18,7 +21,7 @@
  *     cuda_mmvq_test);
  *   other block dtypes at T <= 8, and fp8 at T <= 8 with cols % 16 == 0, x 16-byte aligned (the
  *     register GEMVs, float32 x and sums of exactly dequantized weights): (cols + 32)·U·S'
- *     (cuda_qmatmul_test, cuda_kquant_test, cuda_fp8_test);
+ *     (cuda_qmatmul_test, cuda_kquant_test, cuda_fp8_test; fp8b.h for block scales);
  *   anything else, (2^-8 + (cols + 32)·U)·S': the union of the GEMV bound and the bound of
  *     the paths that round x and w to bf16, (2^-8 + (cols + 4)·U)·S (the tensor-core
  *     kernel and the chunked dequantize + cuBLAS: cuda_qmma_test, cuda_qmatmul_test,
@@ -36,13 +39,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The weight types: a dtype for weight_upload, or fp8 codes with a scale per tensor or per
- * row for weight_upload_fp8 (e4m3 decoded exactly; activations bf16 above 8 rows, the
- * backend's default). */
+/* The weight types: a dtype for weight_upload, fp8 codes with a scale per tensor or per
+ * row for weight_upload_fp8, or block-scaled fp8 for weight_upload (e4m3 decoded exactly;
+ * activations bf16 above 8 rows, the backend's default). */
 struct mm_type {
     const char *name;
     enum hy_dtype dt;
-    int fp8; /* 0: weight_upload; 1: fp8, one scale; 2: fp8, a scale a row */
+    int fp8; /* 0: weight_upload; 1: fp8, one scale; 2: fp8, a scale a row; 3: F8_B128 */
 };
 static const struct mm_type mm_types[] = {
     {"F32", HY_DTYPE_F32, 0},         {"F16", HY_DTYPE_F16, 0},
@@ -50,16 +53,19 @@ static const struct mm_type mm_types[] = {
     {"Q4_0", HY_DTYPE_Q4_0, 0},       {"Q4_G128", HY_DTYPE_Q4_G128, 0},
     {"Q4_K", HY_DTYPE_Q4_K, 0},       {"Q6_K", HY_DTYPE_Q6_K, 0},
     {"F8 tensor", HY_DTYPE_F8_E4M3, 1}, {"F8 rows", HY_DTYPE_F8_E4M3, 2},
+    {"F8 blocks", HY_DTYPE_F8_B128, 3},
 };
 #define N_MM (sizeof mm_types / sizeof mm_types[0])
 
-/* rows x cols; a dtype takes the shapes whose cols are a multiple of its block. Rows off a
- * multiple of 8 (the padded float matrices, the chunked path's output copy), cols that are
- * not a multiple of 128 (no tensor-core kernel) or of 8 (no bf16 GEMV). */
-static const int64_t mm_shapes[][2] = {{77, 256}, {256, 768}, {136, 1024}, {40, 96}, {33, 999}};
+/* rows x cols; a dtype takes the shapes whose cols are a multiple of its block (F8_B128:
+ * of 16). Rows off a multiple of 8 (the padded float matrices, the chunked path's output
+ * copy), cols that are not a multiple of 128 (no tensor-core kernel; F8_B128's short last
+ * column block) or of 8 (no bf16 GEMV), 300 x 208 (short last blocks both ways). */
+static const int64_t mm_shapes[][2] = {{77, 256}, {256, 768}, {136, 1024},
+                                       {40, 96},  {33, 999}, {300, 208}};
 /* token counts: the GEMVs (1..8), the tensor-core kernel / chunked path / cuBLAS above */
-static const int mm_T[] = {1, 2, 5, 8, 9, 33, 70};
-#define MAX_T 70
+static const int mm_T[] = {1, 2, 5, 8, 9, 33, 64, 70, 256};
+#define MAX_T 256
 /* x at the start of an allocation (16-byte aligned) or one float past it (not aligned:
  * the quantized GEMVs are then not taken) */
 static const int mm_xoff[] = {0, 1};
@@ -97,6 +103,14 @@ static void mm_weight_make(struct mm_weight *m, struct hy_backend *be, struct rn
 {
     struct hy_err err = {{0}};
     memset(m, 0, sizeof *m);
+    if (ty->fp8 == 3) { /* the host form weight_upload takes: codes and block scales */
+        ct_fp8w_make_blocks(&m->f8, rg, rows, cols, 128, 128);
+        m->dev = (struct hy_weight){HY_DTYPE_F8_B128, rows, cols, &m->f8.src};
+        CHECKF(be->i->weight_upload(be, &m->dev, &err) == HY_OK && m->dev.dtype == ty->dt,
+               "%s %lldx%lld: %s", ty->name, (long long)rows, (long long)cols, err.msg);
+        m->hw = (struct hy_weight){HY_DTYPE_F32, rows, cols, m->f8.deq};
+        return;
+    }
     if (ty->fp8) {
         ct_fp8w_make(&m->f8, rg, rows, cols, ty->fp8 == 2);
         m->dev = (struct hy_weight){HY_DTYPE_F8_E4M3, rows, cols, NULL};
@@ -125,7 +139,7 @@ static void mm_weight_free(struct mm_weight *m, struct hy_backend *be, const str
 }
 
 /* Whether a call takes a register GEMV for sure: block dtypes at T <= 8 and fp8 at T <= 8
- * with cols % 16 == 0, x 16-byte aligned (qmatmul.cu, fp8mm.cu). */
+ * with cols % 16 == 0, x 16-byte aligned (qmatmul.cu, fp8mm.cu, fp8b.cu). */
 static bool takes_gemv(const struct mm_type *ty, int64_t cols, int T, int xoff)
 {
     if (T > 8 || xoff != 0)
@@ -206,7 +220,8 @@ int main(void)
     fprintf(stderr, "device: %s\n", hy_cuda_backend_device_name(be));
     for (size_t ti = 0; ti < N_MM; ti++)
         for (size_t si = 0; si < sizeof mm_shapes / sizeof mm_shapes[0]; si++)
-            if (mm_shapes[si][1] % hy_dtype_block_elems(mm_types[ti].dt) == 0)
+            if (mm_shapes[si][1] % hy_dtype_block_elems(mm_types[ti].dt) == 0 &&
+                (mm_types[ti].fp8 != 3 || mm_shapes[si][1] % 16 == 0))
                 matmul_shape(be, &rg, (int)ti, mm_shapes[si][0], mm_shapes[si][1]);
     for (size_t di = 0; di < sizeof embed_dtypes / sizeof embed_dtypes[0]; di++) {
         ct_embed_case(be, &rg, embed_dtypes[di], 256);

@@ -11,11 +11,14 @@
  *     The grouping must be hy_moe_group's of the same ids exactly: off, rows, and sel
  *     (rows[sel[i]] the token of pair i, places in CPU order), act the experts with tokens.
  *   gate_up / down: every place of every active expert against double sums over the
- *     weights as the device holds them (bf16 values; quant blocks dequantized d*q, exact).
+ *     weights as the device holds them (bf16 values; quant blocks dequantized d*q, exact;
+ *     block-scaled fp8, HY_DTYPE_F8_B128, e4m3(code)·scale in float32, whose GEMV sums a
+ *     16-column piece's exact products before its scale: one rounding more a term).
  *     Experts with at most HY_CUDA_MOE_GEMV_MAX places (and all in the batch-invariant
  *     mode, or when T <= that or cols % 64 != 0) go through the GEMV: |dot error| <=
  *     (cols + 32)·U·S', U = 2^-24, S' = Σ|x_c w_c| (float32 products and sums of exactly
- *     dequantized weights, as qmatmul.h's GEMV bound); quantized experts outside the
+ *     dequantized weights, as qmatmul.h's GEMV bound; block-scaled fp8 always, fp8b.h);
+ *     other quantized experts outside the
  *     batch-invariant mode take int8 activations (moe_mmvq.cu) instead, within qmmvq.h's
  *     bound (dot_bound's MMVQ; at least one output past the float32 bound in each case that
  *     has such groups, so the int8 path is known to have run). Larger groups go through the
@@ -204,11 +207,39 @@ static void route_case(struct hy_backend *be, struct rng *rg, int T, int E, int 
     n_cases++;
 }
 
+/* E random block-scaled fp8 experts (cuda_test_util.h ct_fp8w, 128 x 128 blocks) as
+ * make_experts makes them: *host one allocation holding their host forms, codes and scales. */
+static void make_fp8b_experts(struct rng *rg, int E, int64_t rows, int64_t cols,
+                              struct hy_weight *ws, float *v, void **host)
+{
+    const int64_t n = rows * cols, ns = (rows + 127) / 128 * ((cols + 127) / 128);
+    struct hy_f8b_src *src = malloc((size_t)E * (sizeof *src + (size_t)n + (size_t)ns * 4));
+    float *tmp = malloc((size_t)n * sizeof *tmp);
+    HY_ASSERT(src && tmp);
+    float *scales = (float *)(src + E);
+    uint8_t *codes = (uint8_t *)(scales + (size_t)E * (size_t)ns);
+    for (int e = 0; e < E; e++) {
+        src[e] = (struct hy_f8b_src){codes + (size_t)e * (size_t)n,
+                                     scales + (size_t)e * (size_t)ns};
+        ct_fp8w_fill(rg, rows, cols, 128, 128, (uint8_t *)src[e].codes, (float *)src[e].scale,
+                     v + (size_t)e * (size_t)n, tmp);
+        ws[e] = (struct hy_weight){HY_DTYPE_F8_B128, rows, cols, &src[e]};
+    }
+    free(tmp);
+    *host = src;
+}
+
 /* E random experts [rows, cols] of dtype dt (host block layout) and their values as the
  * device holds them (bf16-rounded, or dequantized). */
 static void make_experts(struct rng *rg, enum hy_dtype dt, int E, int64_t rows, int64_t cols,
                          struct hy_weight *ws, float **vals, void **host)
 {
+    if (dt == HY_DTYPE_F8_B128) {
+        *vals = malloc((size_t)E * (size_t)(rows * cols) * 4);
+        HY_ASSERT(*vals);
+        make_fp8b_experts(rg, E, rows, cols, ws, *vals, host);
+        return;
+    }
     const enum hy_dtype st = dt == HY_DTYPE_BF16 ? HY_DTYPE_BF16 : dt;
     const size_t rb = hy_dtype_row_bytes(st, cols);
     unsigned char *all = malloc((size_t)E * rb * (size_t)rows);
@@ -384,7 +415,8 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
     struct hroute h;
     route_get(be, &h, &r, T, E, k);
     const bool quant = dt != HY_DTYPE_BF16, big = !inv && T > HY_CUDA_MOE_GEMV_MAX;
-    const enum path small = quant && !inv ? MMVQ : GEMV; /* the groups the GEMV takes */
+    /* the groups the GEMV takes (block-scaled fp8: float32 x always) */
+    const enum path small = quant && !inv && dt != HY_DTYPE_F8_B128 ? MMVQ : GEMV;
     const struct xw w = {F, d, hy_dtype_block_elems(dt), dt == HY_DTYPE_Q8_0 ? 127 : 8, quant,
                          gv, uv, dv};
     struct pcheck gu[3] = {{0}}, dnc[3] = {{0}}; /* by enum path */
@@ -551,16 +583,18 @@ int main(void)
     for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++)
         route_case(be, &rg, rc[i][0], rc[i][1], rc[i][2], i != 2);
     static const enum hy_dtype dts[] = {HY_DTYPE_BF16, HY_DTYPE_Q8_0, HY_DTYPE_Q4_0,
-                                        HY_DTYPE_Q4_G128};
+                                        HY_DTYPE_Q4_G128, HY_DTYPE_F8_B128};
     static const int ec[][6] = {/* T, E, k, F, d, hot: expert E-1 every token's choice */
                                 {1, 8, 2, 32, 64, 0},      {4, 8, 2, 40, 128, 0},
                                 {13, 16, 4, 96, 256, 1},   {70, 32, 4, 64, 384, 0},
                                 {6, 8, 2, 128, 256, 0},    {300, 8, 2, 128, 256, 1},
                                 {64, 128, 8, 128, 256, 0}, {9, 8, 2, 96, 128, 1},
-                                {200, 16, 4, 128, 224, 1}, {100, 8, 3, 192, 128, 1}};
+                                {200, 16, 4, 128, 224, 1}, {100, 8, 3, 192, 128, 1},
+                                {8, 128, 8, 128, 256, 0},  {256, 128, 8, 128, 256, 0}};
     for (size_t ti = 0; ti < sizeof dts / sizeof dts[0]; ti++)
         for (size_t i = 0; i < sizeof ec / sizeof ec[0]; i++) {
-            const int64_t F = ec[i][3], d = ec[i][4], B = hy_dtype_block_elems(dts[ti]);
+            const int64_t F = ec[i][3], d = ec[i][4];
+            const int64_t B = dts[ti] == HY_DTYPE_F8_B128 ? 16 : hy_dtype_block_elems(dts[ti]);
             if (F % B == 0 && d % B == 0)
                 experts_case(be, &rg, dts[ti], ec[i][0], ec[i][1], ec[i][2], F, d, ec[i][5],
                              false, ec[i][0] <= HY_MOE_SHARED_MAX_T && i % 2 == 0);
@@ -571,6 +605,8 @@ int main(void)
     experts_case(be, &rg, HY_DTYPE_Q4_0, 6, 8, 2, 128, 256, false, true, true);
     /* a decode step of the 30B-A3B's matrix shapes: one token, 8 experts and the shared */
     experts_case(be, &rg, HY_DTYPE_Q4_G128, 1, 16, 8, 768, 2048, false, false, true);
+    experts_case(be, &rg, HY_DTYPE_F8_B128, 1, 16, 8, 768, 2048, false, false, true);
+    experts_case(be, &rg, HY_DTYPE_F8_B128, 70, 8, 2, 192, 208, true, true, false);
     held_case(be, &rg);
     combine_case(be, &rg, 1, 8, 2, 64);
     combine_case(be, &rg, 37, 128, 8, 2048);

@@ -66,45 +66,63 @@ static inline void *ct_make_qweight(struct rng *rg, enum hy_dtype dt, int64_t ro
 typedef void (*ct_abs_row_fn)(float *dst, const unsigned char *row, enum hy_dtype dt,
                               int64_t cols);
 
-/* A random fp8 weight: codes with a float32 scale per row (max|row|/448) or one for the
- * tensor; rows scaled over 2^-3..2^3, never zero; deq the values it stands for. */
+/* A random fp8 weight: codes with a float32 scale per block of br x bc weights (max|block|
+ * / 448: per row br = 1, bc = cols; per tensor br = rows, bc = cols; block-scaled fp8
+ * HY_DTYPE_F8_B128 br = bc = 128, the last blocks shorter); rows scaled over 2^-3..2^3 and
+ * column blocks over 2^0..2^2 more, never zero; deq the values it stands for (float32
+ * e4m3(code) * scale). src: the host form an F8_B128 weight_upload takes (backend.h). */
 struct ct_fp8w {
     uint8_t *codes; /* [rows, cols] */
-    float *scale;   /* [n_scale] */
+    float *scale;   /* [n_scale] = [ceil(rows/br), ceil(cols/bc)] */
     float *deq;     /* [rows, cols] e4m3(code) * scale */
-    int64_t rows, cols, n_scale;
+    int64_t rows, cols, n_scale, br, bc;
+    struct hy_f8b_src src;
 };
 
-static inline void ct_fp8w_make(struct ct_fp8w *w, struct rng *rg, int64_t rows, int64_t cols,
-                                 bool per_row)
+/* Fills codes [rows, cols], scale [ceil(rows/br) * ceil(cols/bc)] and deq [rows, cols]
+ * (the caller's) as ct_fp8w describes; v: scratch of rows*cols floats. */
+static inline void ct_fp8w_fill(struct rng *rg, int64_t rows, int64_t cols, int64_t br,
+                                int64_t bc, uint8_t *codes, float *scale, float *deq, float *v)
 {
+    const int64_t nbc = (cols + bc - 1) / bc, nbr = (rows + br - 1) / br;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            v[r * cols + c] = ldexpf(rng_unit(rg), (int)(r % 7) - 3 + (int)((c / bc) % 3));
+    for (int64_t i = 0; i < nbr * nbc; i++) {
+        const int64_t r0 = i / nbc * br, c0 = i % nbc * bc;
+        float m = 0;
+        for (int64_t r = r0; r < rows && r < r0 + br; r++)
+            for (int64_t c = c0; c < cols && c < c0 + bc; c++)
+                m = fmaxf(m, fabsf(v[r * cols + c]));
+        scale[i] = m / HY_FP8_E4M3_MAX;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            const float s = scale[r / br * nbc + c / bc];
+            codes[r * cols + c] = hy_fp8_e4m3_from_f32(v[r * cols + c] / s);
+            deq[r * cols + c] = hy_fp8_e4m3_to_f32(codes[r * cols + c]) * s;
+        }
+}
+
+static inline void ct_fp8w_make_blocks(struct ct_fp8w *w, struct rng *rg, int64_t rows,
+                                       int64_t cols, int64_t br, int64_t bc)
+{
+    w->rows = rows, w->cols = cols, w->br = br, w->bc = bc;
+    w->n_scale = (rows + br - 1) / br * ((cols + bc - 1) / bc);
     float *v = malloc((size_t)(rows * cols) * sizeof *v);
     w->codes = malloc((size_t)(rows * cols));
-    w->scale = malloc((size_t)rows * sizeof *w->scale);
+    w->scale = malloc((size_t)w->n_scale * sizeof *w->scale);
     w->deq = malloc((size_t)(rows * cols) * sizeof *w->deq);
     HY_ASSERT(v && w->codes && w->scale && w->deq);
-    w->rows = rows, w->cols = cols, w->n_scale = per_row ? rows : 1;
-    float all = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        float s = ldexpf(1.0f, (int)(r % 7) - 3), m = 0;
-        for (int64_t c = 0; c < cols; c++) {
-            v[r * cols + c] = s * rng_unit(rg);
-            m = fmaxf(m, fabsf(v[r * cols + c]));
-        }
-        if (per_row)
-            w->scale[r] = m / HY_FP8_E4M3_MAX;
-        all = fmaxf(all, m);
-    }
-    if (!per_row)
-        w->scale[0] = all / HY_FP8_E4M3_MAX;
-    for (int64_t r = 0; r < rows; r++) {
-        const float s = w->scale[per_row ? r : 0];
-        for (int64_t c = 0; c < cols; c++) {
-            w->codes[r * cols + c] = hy_fp8_e4m3_from_f32(v[r * cols + c] / s);
-            w->deq[r * cols + c] = hy_fp8_e4m3_to_f32(w->codes[r * cols + c]) * s;
-        }
-    }
+    ct_fp8w_fill(rg, rows, cols, br, bc, w->codes, w->scale, w->deq, v);
+    w->src = (struct hy_f8b_src){w->codes, w->scale};
     free(v);
+}
+
+static inline void ct_fp8w_make(struct ct_fp8w *w, struct rng *rg, int64_t rows, int64_t cols,
+                                bool per_row)
+{
+    ct_fp8w_make_blocks(w, rg, rows, cols, per_row ? 1 : rows, cols);
 }
 
 static inline void ct_fp8w_free(struct ct_fp8w *w)

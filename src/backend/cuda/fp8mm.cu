@@ -1,20 +1,8 @@
 /* fp8mm.cu: matmul with fp8 (e4m3) weight matrices in the layout of fp8mm.h, which has the
  * contract.
  *
- * T <= 8 input rows: a weight-streaming GEMV shaped as qmatmul.cu's: a block owns R
- * consecutive output rows (4 for T <= 4, 8 above); its threads split each row's codes in
- * 16-byte pieces (16 weights; thread i takes pieces i, i + blockDim, ...), loaded once with
- * L1 no-allocate; x (float32) through the read-only path, one load serving R rows. A piece
- * is taken a 4-byte word (4 codes) at a time, decoded exactly to float32 and multiplied
- * with x into float32 sums; the row's scale multiplies the sum once at the end. Warp
- * shuffles, then shared memory, sum a row's parts.
- *
- * Decoding e4m3 -> float32 exactly, two codes at a time: on sm_89+ `cvt.rn.f16x2.e4m3x2`
- * (fp16 holds every e4m3 value); elsewhere by moving bits: a code s.eeee.mmm becomes the
- * fp16 s.0eeee.mmm0000000, whose value is the code's divided by 2^8 (exponent bias 15 vs
- * 7; subnormal codes, exponent 0, land on fp16 subnormals with the same relation), and
- * fp16 -> float32 is exact; the 2^8 goes into the row's scale (exact: a power of two). The
- * NaN codes (0x7f, 0xff) decode to +-480 there instead of NaN (weights have none).
+ * T <= 8 input rows: fp8_gemv.cuh's weight-streaming GEMV with a scale per row (the row's
+ * float32 sums times its scale once at the end), and its exact e4m3 decoding.
  *
  * T > 8: fp8 activations through cuBLASLt (sm_89+), or the chunked dequantize (fp8mm.h).
  * The fp8 GEMM: per chunk of rows of x, amax (skipped when the weight has a static input
@@ -31,7 +19,7 @@
  * cuBLASLt's periodic promotion (FAST_ACCUM off). So |out - exact| <= 2^-4·S +
  * 2^-10·xs·Σ|w| + accumulation (cuda_fp8_test states the bound it checks). */
 #include "backend/cuda/fp8mm.h"
-#include "backend/cuda/gemv_util.cuh"
+#include "backend/cuda/fp8_gemv.cuh"
 extern "C" {
 #include "core/log.h"
 }
@@ -43,8 +31,6 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
-#define F8_MAX_T 8
-#define F8_MAX_THREADS 256
 #define F8_PLANS 64 /* cuBLASLt plans kept, by (rows, cols, n) */
 
 static size_t scales_at(int64_t rows, int64_t cols)
@@ -68,123 +54,6 @@ extern "C" void hy_cuda_fp8_pack(void *dst, const uint8_t *codes, const float *s
     for (int64_t r = 0; r < rows; r++)
         s[r] = scale[n_scale == 1 ? 0 : r];
     s[rows] = input_scale;
-}
-
-/* ---- decoding ---- */
-
-/* What a decoded value must be multiplied by to be the code's value. */
-static __device__ __forceinline__ float f8_dec_scale(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    return 1.0f;
-#else
-    return 256.0f;
-#endif
-}
-
-/* Codes in bytes 0 and 1 (lo) or 2 and 3 (hi) of u as two floats (times f8_dec_scale). */
-template <int HI> static __device__ __forceinline__ float2 f8_pair(uint32_t u)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    const unsigned short p = (unsigned short)(HI ? u >> 16 : u & 0xffffu);
-    uint32_t h;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(p));
-#else
-    /* each code into the high byte of a 16-bit lane, then sign kept, the rest one bit down */
-    const uint32_t w = __byte_perm(u, 0, HI ? 0x3424 : 0x1404);
-    const uint32_t h = (w & 0x80008000u) | ((w >> 1) & 0x3F803F80u);
-#endif
-    return __half22float2(*(const __half2 *)&h);
-}
-
-static __device__ __forceinline__ void f8_word(uint32_t u, float *w)
-{
-    const float2 a = f8_pair<0>(u), b = f8_pair<1>(u);
-    w[0] = a.x;
-    w[1] = a.y;
-    w[2] = b.x;
-    w[3] = b.y;
-}
-
-/* ---- T <= 8: the GEMV ---- */
-
-/* out[t, row] = the row's sum times its scale and the decoding's (epi of gemv_reduce_store). */
-struct f8_row_scale {
-    const float *ws;
-    __device__ __forceinline__ float operator()(float s, int row) const
-    {
-        return s * (ws[row] * f8_dec_scale());
-    }
-};
-
-template <int NT, int R>
-__global__ void __launch_bounds__(F8_MAX_THREADS, 1)
-    f8_gemv_kernel(float *out, const float *x, const unsigned char *wq, const float *ws, int rows,
-                   int cols)
-{
-    const int row0 = blockIdx.x * R;
-    const int n16 = cols / 16;
-    const uint4 *wr[R];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-        wr[r] = (const uint4 *)(wq + (int64_t)gemv_row(row0, r, rows) * cols);
-    float acc[R][NT];
-    gemv_zero(acc);
-#pragma unroll(NT <= 2 ? 2 : 1)
-    for (int k = threadIdx.x; k < n16; k += blockDim.x) {
-        uint4 v[R];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            v[r] = ld_stream(wr[r] + k);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            float wf[R][4];
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                f8_word(i == 0 ? v[r].x : i == 1 ? v[r].y : i == 2 ? v[r].z : v[r].w, wf[r]);
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const float4 a = __ldg((const float4 *)(x + (int64_t)t * cols + 16 * k + 4 * i));
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float p = acc[r][t];
-                    p = fmaf(wf[r][0], a.x, p);
-                    p = fmaf(wf[r][1], a.y, p);
-                    p = fmaf(wf[r][2], a.z, p);
-                    acc[r][t] = fmaf(wf[r][3], a.w, p);
-                }
-            }
-        }
-    }
-    /* blockDim.x >= 64 >= R * NT */
-    gemv_reduce_store<F8_MAX_THREADS / 32>(acc, out, row0, rows, blockDim.x >> 5, f8_row_scale{ws});
-}
-
-template <int NT>
-static void f8_gemv(cudaStream_t st, float *out, const float *x, const unsigned char *wq,
-                    const float *ws, int64_t rows, int64_t cols)
-{
-    constexpr int R = NT <= 4 ? 4 : 8;
-    const int64_t n16 = cols / 16;
-    const unsigned threads = n16 >= 256 ? 256 : n16 >= 128 ? 128 : 64;
-    const unsigned blocks = (unsigned)((rows + R - 1) / R);
-    f8_gemv_kernel<NT, R><<<blocks, threads, 0, st>>>(out, x, wq, ws, (int)rows, (int)cols);
-    HY_CUDA_CHECK_LAUNCH();
-}
-
-static void f8_gemv_t(cudaStream_t st, float *out, const float *x, const unsigned char *wq,
-                      const float *ws, int64_t rows, int64_t cols, int T)
-{
-    switch (T) {
-    case 1: f8_gemv<1>(st, out, x, wq, ws, rows, cols); break;
-    case 2: f8_gemv<2>(st, out, x, wq, ws, rows, cols); break;
-    case 3: f8_gemv<3>(st, out, x, wq, ws, rows, cols); break;
-    case 4: f8_gemv<4>(st, out, x, wq, ws, rows, cols); break;
-    case 5: f8_gemv<5>(st, out, x, wq, ws, rows, cols); break;
-    case 6: f8_gemv<6>(st, out, x, wq, ws, rows, cols); break;
-    case 7: f8_gemv<7>(st, out, x, wq, ws, rows, cols); break;
-    default: f8_gemv<8>(st, out, x, wq, ws, rows, cols); break;
-    }
 }
 
 /* ---- T > 8, fp8 activations ---- */
@@ -448,13 +317,6 @@ __global__ void f8_dequant_bf16_kernel(uint16_t *dst, const unsigned char *wq, c
     }
 }
 
-/* The weight as f8_dequant reads it. */
-struct f8_weight {
-    const unsigned char *wq;
-    const float *ws;
-    int64_t cols;
-};
-
 /* hy_cuda_dequant_fn for fp8: 8 elements a thread where cols % 8 == 0, else 1. */
 static void f8_dequant(cudaStream_t st, uint16_t *dst, const void *w, int64_t r0, int64_t nr,
                        int64_t nr_pad)
@@ -483,7 +345,7 @@ extern "C" bool hy_cuda_matmul_fp8(struct hy_cuda_fp8 *f, cudaStream_t st, cubla
     const float *ws = (const float *)(wq + scales_at(rows, cols));
     const bool aligned16 = cols % 16 == 0 && !((uintptr_t)w & 15);
     if (T <= F8_MAX_T && aligned16 && !((uintptr_t)x & 15)) {
-        f8_gemv_t(st, out, x, wq, ws, rows, cols, T);
+        f8_gemv_t<F8_ROW>(st, out, x, wq, ws, rows, cols, T);
         return false;
     }
     if (mode == HY_CUDA_FP8_GEMM && f->has_gemm && aligned16 && rows % 16 == 0 &&

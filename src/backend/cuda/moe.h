@@ -56,6 +56,7 @@ extern "C" {
 #define HY_CUDA_MOE_MAX_E 1024
 #define HY_CUDA_MOE_MAX_K 64
 #define HY_CUDA_MOE_BF16 (-1) /* the weight code of bf16 matrices; else a qmatmul.h type */
+#define HY_CUDA_MOE_FP8B 100  /* or block-scaled fp8 (fp8b.h: its GEMV is there; mma here) */
 #define HY_CUDA_MOE_ALIGN 256 /* the stride of weight_upload_n's matrices is a multiple */
 /* An expert's places the GEMV takes at most when the grouped GEMM runs too: at more, a
  * 64 x 64 tile's tensor-core products beat re-reading the weights a warp a row. */

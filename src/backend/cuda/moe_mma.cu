@@ -9,7 +9,8 @@
  * 8 of padding] (36 words a row: the 8 row groups g of a fragment load fall on 8
  * different 4-bank groups): x's float32 rows (gathered through rows[] for gate_up) rounded
  * to nearest even, and W as bf16 (copied) or dequantized, d * q exact in float32 and then
- * rounded to nearest even (as qmma.cu). The next step's global loads are issued into
+ * rounded to nearest even (as qmma.cu; block-scaled fp8: e4m3 · scale rounded once in
+ * float32, then to bf16). The next step's global loads are issued into
  * registers before this step's products, so they are in flight while the tensor cores
  * run.
  *
@@ -24,6 +25,7 @@
  * whose expert has fewer than min_n places exits (the GEMV takes those); place tile z
  * takes places 64 z, 64 (z + gridDim.z), ... of its expert (an expert has at most T
  * places: each token picks an expert once). */
+#include "backend/cuda/fp8_gemv.cuh"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/qmatmul.h"
 
@@ -38,19 +40,23 @@
 #define MM_ZMAX 8        /* place tiles of a launch at most */
 
 /* B: elements a quant block, QB: its quant bytes, NIB: 4-bit (byte j holds element j,
- * low nibble, and j + B/2, high) */
+ * low nibble, and j + B/2, high), F8: block-scaled e4m3 (fp8b.h's layout: codes as Q8_0's
+ * bytes, a float32 scale per 128 x 128 block) */
 template <int CODE> struct mm_t;
 template <> struct mm_t<HY_CUDA_MOE_BF16> {
-    static constexpr int B = 8, QB = 16, NIB = 0;
+    static constexpr int B = 8, QB = 16, NIB = 0, F8 = 0;
 };
 template <> struct mm_t<HY_CUDA_Q8_0> {
-    static constexpr int B = 32, QB = 32, NIB = 0;
+    static constexpr int B = 32, QB = 32, NIB = 0, F8 = 0;
 };
 template <> struct mm_t<HY_CUDA_Q4_0> {
-    static constexpr int B = 32, QB = 16, NIB = 1;
+    static constexpr int B = 32, QB = 16, NIB = 1, F8 = 0;
 };
 template <> struct mm_t<HY_CUDA_Q4_G128> {
-    static constexpr int B = 128, QB = 64, NIB = 1;
+    static constexpr int B = 128, QB = 64, NIB = 1, F8 = 0;
+};
+template <> struct mm_t<HY_CUDA_MOE_FP8B> {
+    static constexpr int B = F8_BLOCK, QB = F8_BLOCK, NIB = 0, F8 = 1;
 };
 
 /* A thread's part of a W tile step: 4 pieces of 8 columns, piece j at tile row
@@ -91,7 +97,12 @@ static __device__ __forceinline__ void mm_load_w(mm_wregs &w, const unsigned cha
         const uint2 q = __ldg((const uint2 *)(wm + at));
         w.v[j] = make_uint4(q.x, q.y, Q::NIB && cc >= Q::B / 2 ? 4u : 0u, 0u);
         const size_t sc = ((size_t)n_rows * nbr * Q::QB + 15) & ~(size_t)15;
-        w.d[j] = __half2float(__ushort_as_half(__ldg((const uint16_t *)(wm + sc) + b)));
+        if (Q::F8) /* cols may end in a short block; the decoding's factor (a power of two) */
+            w.d[j] = __ldg((const float *)(wm + f8b_scales_at(n_rows, cols)) +
+                           (r / Q::B) * f8b_nbc(cols) + c / Q::B) *
+                     f8_dec_scale();
+        else
+            w.d[j] = __half2float(__ushort_as_half(__ldg((const uint16_t *)(wm + sc) + b)));
     }
 }
 
@@ -109,14 +120,20 @@ static __device__ __forceinline__ void mm_store_w(uint16_t *ws, const mm_wregs &
         const int idx = threadIdx.x + MM_THREADS * j;
         uint4 o = w.v[j];
         if (CODE != HY_CUDA_MOE_BF16) {
-            float f[8];
+            float f[8], e[8];
+            if (mm_t<CODE>::F8) {
+                f8_word(w.v[j].x, e);
+                f8_word(w.v[j].y, e + 4);
+            }
 #pragma unroll
             for (int b = 0; b < 8; b++) {
                 const uint32_t word = b < 4 ? w.v[j].x : w.v[j].y;
                 const uint32_t byte = word >> (8 * (b & 3)) & 0xffu;
-                f[b] = mm_t<CODE>::NIB ? (float)((int)(byte >> w.v[j].z & 15u) - 8)
-                                       : (float)(int8_t)byte;
-                f[b] *= w.d[j]; /* exact: an fp16 scale times at most 8 bits */
+                f[b] = mm_t<CODE>::F8    ? e[b]
+                       : mm_t<CODE>::NIB ? (float)((int)(byte >> w.v[j].z & 15u) - 8)
+                                         : (float)(int8_t)byte;
+                /* exact: an fp16 scale times at most 8 bits; fp8: one float32 rounding */
+                f[b] *= w.d[j];
             }
             o = make_uint4(mm_pack(f[0], f[1]), mm_pack(f[2], f[3]), mm_pack(f[4], f[5]),
                            mm_pack(f[6], f[7]));
@@ -306,6 +323,10 @@ extern "C" void hy_cuda_moe_mma(cudaStream_t st, float *out, const float *x, con
     case HY_CUDA_Q4_G128:
         mm<HY_CUDA_Q4_G128>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
                             slots, max_places, min_n);
+        break;
+    case HY_CUDA_MOE_FP8B:
+        mm<HY_CUDA_MOE_FP8B>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
+                             slots, max_places, min_n);
         break;
     default:
         hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_moe_mma", "weight type not taken");

@@ -3,6 +3,7 @@
 #include "backend/cuda/moe_ops.h"
 
 #include "backend/cuda/cuda_ctx.h"
+#include "backend/cuda/fp8b.h"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/qmatmul.h"
 #include "backend/cuda/qmmvq.h"
@@ -17,14 +18,17 @@ static int code_of(enum hy_dtype dt)
     case HY_DTYPE_Q8_0: return HY_CUDA_Q8_0;
     case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
     case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
+    case HY_DTYPE_F8_B128: return HY_CUDA_MOE_FP8B;
     default: return -2;
     }
 }
 
-/* The qmatmul.h type weight_upload keeps a matrix of dtype dt in, or -1 (bf16). */
+/* The qmatmul.h type weight_upload keeps a matrix of dtype dt in, HY_CUDA_MOE_FP8B
+ * (fp8b.h), or -1 (bf16). */
 static int qtype_kept(enum hy_dtype dt)
 {
     switch (dt) {
+    case HY_DTYPE_F8_B128: return HY_CUDA_MOE_FP8B;
     case HY_DTYPE_Q8_0: return HY_CUDA_Q8_0;
     case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
     case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
@@ -34,10 +38,18 @@ static int qtype_kept(enum hy_dtype dt)
     }
 }
 
+/* A device matrix's bytes (qt as qtype_kept gives it). */
+static size_t bytes_of(int qt, int64_t rows, int64_t cols)
+{
+    return qt == HY_CUDA_MOE_FP8B ? hy_cuda_fp8b_bytes(rows, cols)
+           : qt >= 0              ? hy_cuda_q_bytes(qt, rows, cols)
+                                  : (size_t)(rows * cols) * 2;
+}
+
 /* The stride of weight_upload_n's matrices: a device matrix's bytes, aligned. */
 static size_t stride_of(int qt, int64_t rows, int64_t cols)
 {
-    size_t b = qt >= 0 ? hy_cuda_q_bytes(qt, rows, cols) : (size_t)(rows * cols) * 2;
+    size_t b = bytes_of(qt, rows, cols);
     return (b + HY_CUDA_MOE_ALIGN - 1) / HY_CUDA_MOE_ALIGN * HY_CUDA_MOE_ALIGN;
 }
 
@@ -59,8 +71,7 @@ hy_status hy_cuda_weight_upload_n(struct hy_backend *be, struct hy_weight *ws, i
                   ws[i].cols == ws[0].cols);
     const int qt = qtype_kept(ws[0].dtype);
     const size_t stride = stride_of(qt, ws[0].rows, ws[0].cols);
-    const size_t bytes = qt >= 0 ? hy_cuda_q_bytes(qt, ws[0].rows, ws[0].cols)
-                                 : (size_t)(ws[0].rows * ws[0].cols) * 2;
+    const size_t bytes = bytes_of(qt, ws[0].rows, ws[0].cols);
     unsigned char *base = be->i->alloc(be, stride * (size_t)n);
     if (!base)
         return hy_err_set(err, HY_E_NOMEM, "out of device memory for %d %lldx%lld %s "
@@ -125,9 +136,10 @@ static bool use_mma(const struct cuda_ctx *c, const struct hy_weight *w, int T)
 /* The GEMVs of the experts with at most max_n places, outside the batch-invariant mode by
  * moe_mmvq.cu (quantized experts from int8 activations quantized here into r->xq, where the
  * routing has that scratch; bf16 from x), else the float32 GEMV of moe.cu, whose
- * quantized products keep float32 activations as the invariant matmul's do. n_in input rows
- * x of cols; xq: x quantized already (a norm's hold), or NULL; in_row the rows of the places
- * (NULL: the place). */
+ * quantized products keep float32 activations as the invariant matmul's do; block-scaled
+ * fp8 always by fp8b.h's (float32 x, batch-invariant). n_in input rows x of cols; xq: x
+ * quantized already (a norm's hold), or NULL; in_row the rows of the places (NULL: the
+ * place). */
 static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, const void *xq,
                          int n_in, const int32_t *in_row, const struct hy_weight *w0,
                          const void *w1, const struct hy_moe_route *r, int E, int T, int k,
@@ -137,6 +149,11 @@ static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, const v
     const size_t stride = stride_of(qt, w0->rows, w0->cols);
     HY_ASSERT(!r->shared || T <= HY_MOE_SHARED_MAX_T);
     const struct hy_cuda_moe_sh sh = {r->shared ? E : -1, T * k, T};
+    if (code == HY_CUDA_MOE_FP8B) {
+        hy_cuda_moe_fp8b_gemv(c->stream, out, x, w0->data, w1, stride, w0->rows, w0->cols,
+                              w1 != NULL, r->off, r->rows, r->act, slots(E, T, k), max_n, sh);
+        return;
+    }
     if (!c->invariant && hy_cuda_moe_mmvq_fits(code, w0->cols, stride) &&
         (code < 0 ? !((uintptr_t)x & 15) : xq || r->xq)) {
         if (code >= 0 && !xq)

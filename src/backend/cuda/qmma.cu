@@ -37,8 +37,14 @@
  * once at the right k, A and B slots agreeing, no bank conflicts) before any GPU run.
  *
  * Dequantization: a quant becomes an exact float (byte placed in the mantissa of 2^23, one
- * subtraction), times d (exact in float32), rounded to bf16 (nearest even) in pairs. */
+ * subtraction), times d (exact in float32), rounded to bf16 (nearest even) in pairs.
+ * Block-scaled fp8 (fp8b.h, code HY_CUDA_MOE_FP8B) takes Q8_0's byte mapping (its codes lie
+ * where Q8_0's quants do) with one float32 scale a step (a 128-column step is one block
+ * column): codes decoded exactly (fp8_gemv.cuh), times the scale in float32 (one
+ * rounding: the host dequantizer's value), rounded to bf16. */
 #include "backend/cuda/qmma.h"
+#include "backend/cuda/fp8_gemv.cuh"
+#include "backend/cuda/fp8b.h"
 #include "backend/cuda/gemv_util.cuh"
 #include "backend/cuda/qmatmul.h"
 
@@ -57,7 +63,7 @@
 #ifndef QMMA_MINB4
 #define QMMA_MINB4 3
 #endif
-#define QMMA_MINB(qt) ((qt) == HY_CUDA_Q8_0 ? 2 : QMMA_MINB4)
+#define QMMA_MINB(qt) ((qt) == HY_CUDA_Q8_0 || (qt) == HY_CUDA_MOE_FP8B ? 2 : QMMA_MINB4)
 
 /* B: elements a block; RB: quant bytes of a row a 128-column step; LD: 16-byte loads a
  * row a step; NS: scales a row a step a thread needs. */
@@ -71,6 +77,11 @@ template <> struct qmma_t<HY_CUDA_Q4_0> {
 template <> struct qmma_t<HY_CUDA_Q4_G128> {
     static constexpr int B = 128, RB = 64, LD = 1, NS = 1;
 };
+/* block-scaled fp8 (fp8b.h): codes where Q8_0 has its quants, one float32 scale a 128 x
+ * 128 block (a step's columns lie in one) */
+template <> struct qmma_t<HY_CUDA_MOE_FP8B> {
+    static constexpr int B = 128, RB = 128, LD = 2, NS = 1;
+};
 
 /* First column (within the step) of lane t's pair p: 8 consecutive columns. */
 template <int QT> static __device__ __forceinline__ int qmma_col(int t, int p)
@@ -81,6 +92,7 @@ template <int QT> static __device__ __forceinline__ int qmma_col(int t, int p)
 /* Block (within the row) of lane t's scale i in step k. */
 template <int QT> static __device__ __forceinline__ int qmma_blk(int k, int t, int i)
 {
+    /* Q4_G128, FP8B: one block a step (FP8B: from its row block's first, qmma_kernel) */
     return QT == HY_CUDA_Q8_0 ? 4 * k + 2 * i + (t >> 1) : QT == HY_CUDA_Q4_0 ? 4 * k + t : k;
 }
 
@@ -131,7 +143,14 @@ static __device__ __forceinline__ void qmma_deq4(uint32_t u, float d, uint32_t *
 template <int QT, int P>
 static __device__ __forceinline__ void qmma_deq_pair(const uint4 *q, const float *d, uint32_t *r)
 {
-    if (QT == HY_CUDA_Q8_0) { /* load P/2, words 2(P%2), 2(P%2)+1 */
+    if (QT == HY_CUDA_MOE_FP8B) { /* as Q8_0's bytes; e4m3 decoded exactly, d times it */
+        float f[8];
+        f8_word(qmma_word(q[P >> 1], 2 * (P & 1)), f);
+        f8_word(qmma_word(q[P >> 1], 2 * (P & 1) + 1), f + 4);
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            r[i] = qmma_pack(d[0] * f[2 * i], d[0] * f[2 * i + 1]);
+    } else if (QT == HY_CUDA_Q8_0) { /* load P/2, words 2(P%2), 2(P%2)+1 */
         qmma_deq4<true>(qmma_word(q[P >> 1], 2 * (P & 1)), d[P >> 1], r);
         qmma_deq4<true>(qmma_word(q[P >> 1], 2 * (P & 1) + 1), d[P >> 1], r + 2);
     } else { /* words 2(P%2), 2(P%2)+1; low nibbles for P < 2, high for P >= 2 */
@@ -176,8 +195,11 @@ static __device__ __forceinline__ void qmma_load_w(qmma_wregs &w, const qmma_row
                 w.q[j][h][l] = ld_stream(rw.wq + rw.q[j][h] + (uint32_t)(k * Q::RB + 64 * l));
 #pragma unroll
             for (int i = 0; i < Q::NS; i++)
-                w.d[j][h][i] = __half2float(
-                    __ushort_as_half(__ldg(rw.ws + rw.s[j][h] + (uint32_t)qmma_blk<QT>(k, t, i))));
+                w.d[j][h][i] =
+                    QT == HY_CUDA_MOE_FP8B /* float32, the decoding's factor in it */
+                        ? __ldg((const float *)rw.ws + rw.s[j][h] + (uint32_t)k) * f8_dec_scale()
+                        : __half2float(__ushort_as_half(
+                              __ldg(rw.ws + rw.s[j][h] + (uint32_t)qmma_blk<QT>(k, t, i))));
         }
 }
 
@@ -252,7 +274,8 @@ __global__ void __launch_bounds__(QMMA_THREADS, QMMA_MINB(QT))
         for (int h = 0; h < 2; h++) {
             const int r = min(r0 + 16 * j + 8 * h, rows - 1); /* past the end: not stored */
             rw.q[j][h] = (uint32_t)r * row_bytes + 16 * t;
-            rw.s[j][h] = (uint32_t)r * nblk;
+            rw.s[j][h] = QT == HY_CUDA_MOE_FP8B ? (uint32_t)(r / F8_BLOCK) * nblk
+                                                : (uint32_t)r * nblk;
         }
     float acc[2][8][4];
 #pragma unroll
@@ -313,11 +336,20 @@ __global__ void qmma_sum_kernel(float *out, const float *part, int64_t n, int sp
     out[i] = s;
 }
 
+/* A matrix's device bytes (qt: qmatmul.h's, or block-scaled fp8's). */
+static size_t qmma_bytes(int qt, int64_t rows, int64_t cols)
+{
+    return qt == HY_CUDA_MOE_FP8B ? hy_cuda_fp8b_bytes(rows, cols)
+                                  : hy_cuda_q_bytes(qt, rows, cols);
+}
+
 extern "C" bool hy_cuda_qmma_fits(int qt, int64_t rows, int64_t cols, const void *w)
 {
-    return (qt == HY_CUDA_Q8_0 || qt == HY_CUDA_Q4_0 || qt == HY_CUDA_Q4_G128) && rows >= 1 &&
-           cols >= HY_QMMA_K && cols % HY_QMMA_K == 0 && rows <= INT32_MAX && cols <= INT32_MAX &&
-           hy_cuda_q_bytes(qt, rows, cols) < ((size_t)1 << 32) && !((uintptr_t)w & 15);
+    return (qt == HY_CUDA_Q8_0 || qt == HY_CUDA_Q4_0 || qt == HY_CUDA_Q4_G128 ||
+            qt == HY_CUDA_MOE_FP8B) &&
+           rows >= 1 && cols >= HY_QMMA_K && cols % HY_QMMA_K == 0 && rows <= INT32_MAX &&
+           cols <= INT32_MAX && qmma_bytes(qt, rows, cols) < ((size_t)1 << 32) &&
+           !((uintptr_t)w & 15);
 }
 
 extern "C" int hy_cuda_qmma_splits(int64_t rows, int64_t cols, int T, size_t part_cap, int n_sm)
@@ -343,8 +375,10 @@ extern "C" void hy_cuda_qmma(cudaStream_t st, float *out, const uint16_t *xbf, c
     const int steps = (nsteps + splits - 1) / (splits < nsteps ? splits : nsteps);
     const int nz = (nsteps + steps - 1) / steps; /* splits actually used, none empty */
     const unsigned char *wq = (const unsigned char *)w;
-    const size_t nb = (size_t)(rows * (cols / hy_cuda_q_block(qt)));
-    const uint16_t *ws = (const uint16_t *)(wq + hy_cuda_q_bytes(qt, rows, cols) - 2 * nb);
+    const bool f8 = qt == HY_CUDA_MOE_FP8B; /* its float32 scales, passed as the fp16 ones */
+    const size_t nb = f8 ? 0 : (size_t)(rows * (cols / hy_cuda_q_block(qt)));
+    const uint16_t *ws = (const uint16_t *)(wq + (f8 ? f8b_scales_at(rows, cols)
+                                                     : hy_cuda_q_bytes(qt, rows, cols) - 2 * nb));
     const dim3 grid((unsigned)((rows + HY_QMMA_ROWS - 1) / HY_QMMA_ROWS),
                     (unsigned)((T + HY_QMMA_T - 1) / HY_QMMA_T), (unsigned)nz);
     float *dst = nz > 1 ? part : out;
@@ -353,6 +387,9 @@ extern "C" void hy_cuda_qmma(cudaStream_t st, float *out, const uint16_t *xbf, c
             <<<grid, QMMA_THREADS, 0, st>>>(dst, xbf, wq, ws, (int)rows, (int)cols, T, steps);
     else if (qt == HY_CUDA_Q4_0)
         qmma_kernel<HY_CUDA_Q4_0>
+            <<<grid, QMMA_THREADS, 0, st>>>(dst, xbf, wq, ws, (int)rows, (int)cols, T, steps);
+    else if (f8)
+        qmma_kernel<HY_CUDA_MOE_FP8B>
             <<<grid, QMMA_THREADS, 0, st>>>(dst, xbf, wq, ws, (int)rows, (int)cols, T, steps);
     else
         qmma_kernel<HY_CUDA_Q4_G128>

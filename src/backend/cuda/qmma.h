@@ -1,5 +1,7 @@
 /* qmma.h: the tensor-core matmul for weight-only quantized matrices (qmma.cu):
- * out[T, rows] = x[T, cols] · Wᵀ with W in qmatmul.h's split layout (Q8_0, Q4_0, Q4_G128),
+ * out[T, rows] = x[T, cols] · Wᵀ with W in qmatmul.h's split layout (Q8_0, Q4_0, Q4_G128)
+ * or block-scaled fp8 in fp8b.h's (qt HY_CUDA_MOE_FP8B: e4m3 · its block's float32 scale,
+ * rounded once in float32, then to bf16),
  * for more input rows than the GEMV takes (T > 8: decode batches and prefill). W's quants
  * are read from global memory once per 128-row x 64-input-row tile, dequantized in
  * registers and fed to mma.sync (bf16 in, float32 accumulation); no bf16 copy of W is
@@ -29,7 +31,7 @@ extern "C" {
 #define HY_QMMA_T 64
 #define HY_QMMA_K 128
 
-/* Whether hy_cuda_qmma takes this matrix: qt one of the three types, cols a multiple of
+/* Whether hy_cuda_qmma takes this matrix: qt one of the four types, cols a multiple of
  * HY_QMMA_K, w 16-byte aligned, the matrix under 4 GiB (32-bit offsets). Any rows >= 1
  * (a partial last tile reads its missing rows from the last row and does not store them). */
 bool hy_cuda_qmma_fits(int qt, int64_t rows, int64_t cols, const void *w);
