@@ -10,6 +10,7 @@
 #include "cli/make_hyv3.h"
 #include "cli/make_weights.h"
 #include "core/log.h"
+#include "core/threads.h"
 #include "formats/safetensors.h"
 
 #include <errno.h>
@@ -74,8 +75,7 @@ struct mk {
     struct hy_st_wtensor *t; /* [n] */
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
-    float *tmp; /* float32 staging for one tensor */
-    size_t tmp_cap;
+    struct hy_pool *pool; /* fills a tensor on every CPU */
 };
 
 static void add_tensor(struct mk *k, const char *name, int64_t rows, int64_t cols)
@@ -127,11 +127,11 @@ static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_e
 {
     struct mk *k = ctx;
     bool done = false;
-    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->t, i, k->seed, k->s.hidden, k->dtype, buf, nbytes,
-                                           &done, err)
+    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->pool, k->t, i, k->seed, k->s.hidden, k->dtype, buf,
+                                           nbytes, &done, err)
                          : HY_OK;
     if (!s && !done)
-        cli_mk_fill(&k->t[i], k->seed, k->s.hidden, buf, nbytes, k->tmp, k->tmp_cap);
+        cli_mk_fill(k->pool, &k->t[i], k->seed, k->s.hidden, buf, nbytes);
     return s;
 }
 
@@ -230,10 +230,13 @@ static int make(struct mk *k, const char *dir, bool rope_params)
     size_t cap = (size_t)(k->s.layers * 18 + 3); /* with --fp8, 7 scales a layer */
     k->t = calloc(cap, sizeof *k->t);
     k->names = calloc(cap, sizeof *k->names);
-    k->tmp_cap = 1 << 16;
-    k->tmp = malloc(k->tmp_cap * sizeof *k->tmp);
     int rc = 1;
-    bool listed = k->t && k->names && k->tmp;
+    struct hy_err perr = {{0}};
+    bool listed = k->t && k->names;
+    if (listed && !k->dry_run && hy_pool_create(&k->pool, 0, &perr)) {
+        fprintf(stderr, "hymt make-test-model: %s\n", perr.msg);
+        listed = false;
+    }
     if (listed)
         list_tensors(k);
     if (listed && k->fp8 && !cli_mk_fp8_list(k->t, k->names, &k->n, cap)) {
@@ -262,7 +265,7 @@ static int make(struct mk *k, const char *dir, bool rope_params)
     }
     free(k->t);
     free(k->names);
-    free(k->tmp);
+    hy_pool_destroy(k->pool);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include "cli/make_weights.h"
 
 #include "core/log.h"
+#include "core/threads.h"
 #include "formats/safetensors.h"
 #include "model/hy_v3.h"
 
@@ -24,7 +25,7 @@ struct mkv3 {
     struct hy_st_wtensor *t;
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
-    float tmp[1 << 14];
+    struct hy_pool *pool; /* fills a tensor on every CPU */
 };
 
 bool hy_hyv3_preset(struct hy_hyv3_shape *s, const char *name)
@@ -104,12 +105,11 @@ static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_e
 {
     struct mkv3 *k = ctx;
     bool done = false;
-    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->t, i, k->seed, k->s->hidden, k->dtype, buf,
-                                           nbytes, &done, err)
+    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->pool, k->t, i, k->seed, k->s->hidden, k->dtype,
+                                           buf, nbytes, &done, err)
                          : HY_OK;
     if (!s && !done)
-        cli_mk_fill(&k->t[i], k->seed, k->s->hidden, buf, nbytes, k->tmp,
-                    sizeof k->tmp / sizeof k->tmp[0]);
+        cli_mk_fill(k->pool, &k->t[i], k->seed, k->s->hidden, buf, nbytes);
     return s;
 }
 
@@ -265,13 +265,17 @@ int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
         return 1;
     }
     int rc = 0;
-    if (!dry_run) {
+    struct hy_err err = {{0}};
+    if (!dry_run && hy_pool_create(&k->pool, 0, &err)) {
+        fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
+        rc = 1;
+    }
+    if (!dry_run && !rc) {
         char p[4096];
         snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
         unlink(p);
         snprintf(p, sizeof p, "%s/model.safetensors", dir);
         unlink(p);
-        struct hy_err err = {{0}};
         rc = write_configs(s, dir, dtype, transformers_form, fp8);
         if (!rc && hy_st_write(dir, k->t, k->n, (uint64_t)s->shard, fill, k, &err)) {
             fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
@@ -280,6 +284,7 @@ int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
     }
     if (!rc)
         summary(k);
+    hy_pool_destroy(k->pool);
     free(k->t);
     free(k->names);
     free(k);

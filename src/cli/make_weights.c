@@ -1,6 +1,8 @@
 /* make_weights.c: test checkpoints' random values and JSON files (make_weights.h). */
 #include "cli/make_weights.h"
 
+#include "core/threads.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,17 +50,33 @@ void cli_mk_gen_values(const struct cli_mk_gen *g, uint64_t k0, float *out, size
     }
 }
 
-void cli_mk_fill(const struct hy_st_wtensor *t, uint64_t seed, int64_t hidden, void *buf,
-                 size_t nbytes, float *tmp, size_t tmp_cap)
-{
-    size_t n = nbytes / hy_dtype_size(t->dtype);
+#define FILL_CHUNK 4096 /* values a staging step */
+
+struct fill_job {
     struct cli_mk_gen g;
-    cli_mk_gen_init(&g, t->name, t->n_dims, t->shape[t->n_dims == 2 ? 1 : 0], seed, hidden);
-    for (size_t done = 0; done < n; done += tmp_cap) {
-        size_t m = n - done < tmp_cap ? n - done : tmp_cap;
-        cli_mk_gen_values(&g, done, tmp, m);
-        hy_dtype_from_f32((char *)buf + done * hy_dtype_size(t->dtype), tmp, t->dtype, m);
+    enum hy_dtype dtype;
+    char *buf;
+    size_t n;
+};
+
+static void fill_chunks(void *ctx, int64_t c0, int64_t c1, int tid)
+{
+    (void)tid;
+    const struct fill_job *j = ctx;
+    float tmp[FILL_CHUNK];
+    for (int64_t c = c0; c < c1; c++) {
+        const size_t at = (size_t)c * FILL_CHUNK, m = j->n - at < FILL_CHUNK ? j->n - at : FILL_CHUNK;
+        cli_mk_gen_values(&j->g, at, tmp, m);
+        hy_dtype_from_f32(j->buf + at * hy_dtype_size(j->dtype), tmp, j->dtype, m);
     }
+}
+
+void cli_mk_fill(struct hy_pool *pool, const struct hy_st_wtensor *t, uint64_t seed,
+                 int64_t hidden, void *buf, size_t nbytes)
+{
+    struct fill_job j = {.dtype = t->dtype, .buf = buf, .n = nbytes / hy_dtype_size(t->dtype)};
+    cli_mk_gen_init(&j.g, t->name, t->n_dims, t->shape[t->n_dims == 2 ? 1 : 0], seed, hidden);
+    hy_pool_for(pool, (int64_t)((j.n + FILL_CHUNK - 1) / FILL_CHUNK), 16, fill_chunks, &j);
 }
 
 int cli_mk_write_json(json_t *j, const char *dir, const char *file)
