@@ -47,11 +47,6 @@ static const char usage[] =
 
 static const struct cli_cmd cmd = {"convert", usage};
 
-struct plan_t {
-    char name[HY_GGUF_MAX_NAME];
-    const struct hy_st_tensor *src;
-    uint32_t type;
-};
 
 struct conv {
     const char *model, *out, *type_name;
@@ -61,7 +56,8 @@ struct conv {
     struct hy_config cfg;
     struct hy_st *st;
     struct hy_convert_toks toks;
-    struct plan_t *plan;
+    struct hy_convert_item *plan;  /* one part each, in parts[] */
+    struct hy_convert_part *parts;
     int n_plan;
 };
 
@@ -75,11 +71,19 @@ static hy_status add_plan(struct conv *c, const char *gguf, const char *hf, stru
         return hy_err_set(err, HY_E_UNSUPPORTED, "%s: tensor %s: %d dims of %s (convert reads "
                           "1-D or 2-D F32/F16/BF16)", c->model, hf, t->n_dims,
                           hy_dtype_name(t->dtype));
-    struct plan_t *p = &c->plan[c->n_plan++];
+    struct hy_convert_item *p = &c->plan[c->n_plan];
+    struct hy_convert_part *part = &c->parts[c->n_plan++];
+    const int64_t cols = t->shape[t->n_dims - 1], rows = t->n_dims == 2 ? t->shape[0] : 1;
+    *part = (struct hy_convert_part){t->dtype, t->n_dims, rows, cols, t->data, {0, 0, 0}};
     snprintf(p->name, sizeof p->name, "%s", gguf);
-    p->src = t;
-    p->type = hy_convert_tensor_type(c->type, gguf, t->n_dims, (uint64_t)t->shape[t->n_dims - 1],
+    p->type = hy_convert_tensor_type(c->type, gguf, t->n_dims, (uint64_t)cols,
                                      (int)c->cfg.num_hidden_layers, c->cfg.tie_word_embeddings);
+    p->n_dims = t->n_dims;
+    p->ne[0] = (uint64_t)cols;
+    p->ne[1] = (uint64_t)rows;
+    p->ne[2] = 1;
+    p->parts = part;
+    p->n_parts = 1;
     return HY_OK;
 }
 
@@ -90,7 +94,8 @@ static hy_status make_plan(struct conv *c, struct hy_err *err)
     int nl = (int)c->cfg.num_hidden_layers;
     bool tied = c->cfg.tie_word_embeddings;
     c->plan = calloc((size_t)nl * HY_LAYER_TENSORS + 3, sizeof *c->plan);
-    if (!c->plan)
+    c->parts = calloc((size_t)nl * HY_LAYER_TENSORS + 3, sizeof *c->parts);
+    if (!c->plan || !c->parts)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
     hy_status s = add_plan(c, "token_embd.weight", "model.embed_tokens.weight", err);
     if (!s)
@@ -99,7 +104,7 @@ static hy_status make_plan(struct conv *c, struct hy_err *err)
         s = add_plan(c, "output.weight", "lm_head.weight", err);
     const struct hy_st_tensor *lm = hy_st_find(c->st, "lm_head.weight");
     if (!s && tied && lm) {
-        const struct hy_st_tensor *e = c->plan[0].src;
+        const struct hy_st_tensor *e = hy_st_find(c->st, "model.embed_tokens.weight");
         if (lm->nbytes != e->nbytes || memcmp(lm->data, e->data, e->nbytes))
             HY_LOGW("%s: the config ties the head, but the stored lm_head.weight differs from "
                     "embed_tokens; it is dropped, as llama.cpp does", c->model);
@@ -129,79 +134,12 @@ static hy_status open_sources(struct conv *c, struct hy_err *err)
     return s;
 }
 
-/* Streams tensor p's data converted to its type, a row at a time. */
-static hy_status write_tensor(struct hy_gguf_w *w, const struct plan_t *p, float *row, void *out,
-                              struct hy_err *err)
-{
-    const struct hy_st_tensor *t = p->src;
-    int64_t cols = t->shape[t->n_dims - 1], rows = t->n_dims == 2 ? t->shape[0] : 1;
-    int dt = hy_ggml_to_dtype(p->type);
-    HY_ASSERT(dt >= 0);
-    size_t src_rb = hy_dtype_row_bytes(t->dtype, cols), dst_rb = hy_ggml_nbytes(p->type, (uint64_t)cols);
-    const unsigned char *src = t->data;
-    for (int64_t r = 0; r < rows; r++) {
-        const void *bytes = src + (size_t)r * src_rb;
-        if ((enum hy_dtype)dt != t->dtype) {
-            hy_dtype_to_f32(row, bytes, t->dtype, (size_t)cols);
-            hy_dtype_from_f32(out, row, (enum hy_dtype)dt, (size_t)cols);
-            bytes = out;
-        }
-        hy_status s = hy_gguf_w_data(w, bytes, dst_rb, err);
-        if (s)
-            return s;
-    }
-    return HY_OK;
-}
-
 static hy_status write_gguf(struct conv *c, const char *path, struct hy_err *err)
 {
-    struct hy_gguf_w *w = NULL;
-    const char *name = c->name;
     struct hy_convert_src src = {&c->cfg, c->toks.tok_json, c->toks.tok_config,
                                  c->toks.gen_config, c->toks.chat_template};
-    hy_status s = hy_gguf_w_open(&w, path, err);
-    if (s)
-        return s;
-    s = hy_convert_model_meta(w, &c->cfg, name, c->type, err);
-    if (!s && c->toks.tok)
-        s = hy_convert_tokenizer_meta(w, &src, c->toks.tok, err);
-    int64_t maxc = 1;
-    for (int i = 0; i < c->n_plan && !s; i++) {
-        const struct hy_st_tensor *t = c->plan[i].src;
-        uint64_t ne[2] = {(uint64_t)t->shape[t->n_dims - 1], t->n_dims == 2 ? (uint64_t)t->shape[0] : 1};
-        maxc = ne[0] > (uint64_t)maxc ? (int64_t)ne[0] : maxc;
-        s = hy_gguf_w_tensor(w, c->plan[i].name, c->plan[i].type, t->n_dims, ne, err);
-    }
-    if (!s)
-        s = hy_gguf_w_begin_data(w, err);
-    float *row = malloc((size_t)maxc * sizeof *row);
-    void *out = malloc((size_t)maxc * sizeof *row);
-    if (!s && (!row || !out))
-        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
-    /* a line redrawn on a terminal; in a log or a pipe one line per 10% of the tensors */
-    const bool tty = isatty(STDERR_FILENO) && hy_log_level >= HY_LOG_INFO;
-    int decile = 0;
-    for (int i = 0; i < c->n_plan && !s; i++) {
-        const struct plan_t *p = &c->plan[i];
-        if (tty)
-            fprintf(stderr, "\rhymt convert: [%d/%d] %-32s %-5s", i + 1, c->n_plan, p->name,
-                    hy_ggml_type_name(p->type));
-        s = write_tensor(w, p, row, out, err);
-        if (!tty && !s && hy_log_level >= HY_LOG_INFO && (i + 1) * 10 / c->n_plan > decile) {
-            decile = (i + 1) * 10 / c->n_plan;
-            fprintf(stderr, "hymt convert: %d%% (%d of %d tensors)\n", decile * 10, i + 1,
-                    c->n_plan);
-        }
-    }
-    if (tty)
-        fprintf(stderr, "\n");
-    free(row);
-    free(out);
-    if (s) {
-        hy_gguf_w_abort(w);
-        return s;
-    }
-    return hy_gguf_w_finish(w, err);
+    return hy_convert_write_file(path, hy_convert_model_meta, c->name, &src, c->toks.tok, c->type,
+                                 c->plan, c->n_plan, "hymt convert", err);
 }
 
 static void conv_free(struct conv *c)
@@ -209,6 +147,7 @@ static void conv_free(struct conv *c)
     hy_st_close(c->st);
     hy_convert_toks_close(&c->toks);
     free(c->plan);
+    free(c->parts);
 }
 
 static int parse(struct conv *c, int argc, char **argv)

@@ -85,6 +85,17 @@ struct hy_convert_item {
 hy_status hy_convert_write_items(struct hy_gguf_w *w, const struct hy_convert_item *it, int n,
                                  const char *who, struct hy_err *err);
 
+/* The whole file: opens path, writes meta's keys (the model's), the tokenizer's when tok is
+ * not NULL (src), then the items as hy_convert_write_items; on failure the file is left for
+ * the caller to remove. */
+typedef hy_status (*hy_convert_meta_fn)(struct hy_gguf_w *w, const struct hy_config *c,
+                                        const char *name, enum hy_convert_type type,
+                                        struct hy_err *err);
+hy_status hy_convert_write_file(const char *path, hy_convert_meta_fn meta, const char *name,
+                                const struct hy_convert_src *src, const struct hy_tok *tok,
+                                enum hy_convert_type type, const struct hy_convert_item *it,
+                                int n, const char *who, struct hy_err *err);
+
 /* The source of the checkpoint tensor named hf: false when there is none (out untouched). */
 typedef bool (*hy_convert_find_fn)(void *ctx, const char *hf, struct hy_convert_part *out);
 

@@ -160,26 +160,6 @@ static hy_status make_plan(struct v3plan *p, struct hy_err *err)
     return s;
 }
 
-static hy_status write_all(struct v3plan *p, const char *path, const char *name,
-                           const struct hy_convert_src *src, const struct hy_tok *tok,
-                           const char *who, struct hy_err *err)
-{
-    struct hy_gguf_w *w = NULL;
-    hy_status s = hy_gguf_w_open(&w, path, err);
-    if (s)
-        return s;
-    s = meta(w, p->cfg, name, p->type, err);
-    if (!s && tok)
-        s = hy_convert_tokenizer_meta(w, src, tok, err);
-    if (!s)
-        s = hy_convert_write_items(w, p->it, p->n, who, err);
-    if (s) {
-        hy_gguf_w_abort(w);
-        return s;
-    }
-    return hy_gguf_w_finish(w, err);
-}
-
 hy_status hy_convert_hyv3_gguf(const char *path, const char *name, hy_convert_find_fn find,
                                void *find_ctx, const struct hy_convert_src *src,
                                const struct hy_tok *tok, enum hy_convert_type type,
@@ -188,7 +168,7 @@ hy_status hy_convert_hyv3_gguf(const char *path, const char *name, hy_convert_fi
     struct v3plan p = {find, find_ctx, src->cfg, type, NULL, 0, NULL, 0};
     hy_status s = make_plan(&p, err);
     if (!s)
-        s = write_all(&p, path, name, src, tok, who, err);
+        s = hy_convert_write_file(path, meta, name, src, tok, type, p.it, p.n, who, err);
     *n_tensors = p.n;
     free(p.it);
     free(p.pool);

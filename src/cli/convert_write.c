@@ -174,3 +174,24 @@ hy_status hy_convert_write_items(struct hy_gguf_w *w, const struct hy_convert_it
     hy_pool_destroy(pool);
     return s;
 }
+
+hy_status hy_convert_write_file(const char *path, hy_convert_meta_fn meta, const char *name,
+                                const struct hy_convert_src *src, const struct hy_tok *tok,
+                                enum hy_convert_type type, const struct hy_convert_item *it,
+                                int n, const char *who, struct hy_err *err)
+{
+    struct hy_gguf_w *w = NULL;
+    hy_status s = hy_gguf_w_open(&w, path, err);
+    if (s)
+        return s;
+    s = meta(w, src->cfg, name, type, err);
+    if (!s && tok)
+        s = hy_convert_tokenizer_meta(w, src, tok, err);
+    if (!s)
+        s = hy_convert_write_items(w, it, n, who, err);
+    if (s) {
+        hy_gguf_w_abort(w);
+        return s;
+    }
+    return hy_gguf_w_finish(w, err);
+}
