@@ -158,6 +158,11 @@ add_dependencies(gguf_hyv3_test hymt)
 add_test(NAME gguf_cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gguf/convert_cli_test.sh
   $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
 set_tests_properties(gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)
+# `hymt make-test-model --gguf` (hy_v3): byte-identical to make-test-model + convert in every
+# type, loads and generates; usage, path and full-disk errors (unit)
+add_test(NAME make_gguf_cli_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gguf/make_gguf_cli_test.sh
+  $<TARGET_FILE:hymt> ${CMAKE_SOURCE_DIR}/tests/data)
+set_tests_properties(make_gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)
 
 # The HTTP request parser's unit test (src/server/ is not in libhymt: it builds the parser).
 target_sources(http_parse_test PRIVATE ${CMAKE_SOURCE_DIR}/src/server/http_parse.c)

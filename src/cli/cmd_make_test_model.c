@@ -10,6 +10,7 @@
 #include "cli/make_hyv3.h"
 #include "cli/make_weights.h"
 #include "core/log.h"
+#include "core/threads.h"
 #include "formats/safetensors.h"
 
 #include <errno.h>
@@ -22,6 +23,7 @@
 static const struct cli_cmd cmd = {
     "make-test-model",
     "usage: hymt make-test-model --out DIR [options]\n"
+    "       hymt make-test-model --preset tiny-hyv3|30b-a3b --gguf TYPE --out FILE.gguf\n"
     "\n"
     "Writes a HunYuanDenseV1 (or, with a hy_v3 preset, a HYV3ForCausalLM mixture-of-experts)\n"
     "checkpoint with deterministic random weights.\n"
@@ -46,6 +48,15 @@ static const struct cli_cmd cmd = {
     "                      override the preset's shapes\n"
     "  --shard-size BYTES  split into shards of at most this many bytes, with an index\n"
     "                      (default: 7b preset 5e9, others one file)\n"
+    "  --gguf TYPE         hy_v3 presets: write one GGUF file at --out instead of a folder,\n"
+    "                      as `hymt convert --type TYPE` writes it from the checkpoint (the\n"
+    "                      same tensors; TYPE: " HY_CONVERT_TYPE_NAMES "), streamed\n"
+    "                      tensor by tensor on every CPU; progress a line a layer\n"
+    "  --tokenizer DIR     with --gguf: embed DIR's tokenizer.json (+ tokenizer_config.json,\n"
+    "                      chat template) as convert does (default: no tokenizer)\n"
+    "  --expert-ffn N --experts N --top-k N\n"
+    "                      hy_v3: override the width of an expert (and of the shared one),\n"
+    "                      the number of experts and how many a token uses\n"
     "  --dry-run           print the tensor count, parameters and bytes; write nothing\n"
     "  -h, --help          this text\n",
 };
@@ -64,8 +75,7 @@ struct mk {
     struct hy_st_wtensor *t; /* [n] */
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
-    float *tmp; /* float32 staging for one tensor */
-    size_t tmp_cap;
+    struct hy_pool *pool; /* fills a tensor on every CPU */
 };
 
 static void add_tensor(struct mk *k, const char *name, int64_t rows, int64_t cols)
@@ -117,11 +127,11 @@ static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_e
 {
     struct mk *k = ctx;
     bool done = false;
-    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->t, i, k->seed, k->s.hidden, k->dtype, buf, nbytes,
-                                           &done, err)
+    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->pool, k->t, i, k->seed, k->s.hidden, k->dtype, buf,
+                                           nbytes, &done, err)
                          : HY_OK;
     if (!s && !done)
-        cli_mk_fill(&k->t[i], k->seed, k->s.hidden, buf, nbytes, k->tmp, k->tmp_cap);
+        cli_mk_fill(k->pool, &k->t[i], k->seed, k->s.hidden, buf, nbytes);
     return s;
 }
 
@@ -220,10 +230,13 @@ static int make(struct mk *k, const char *dir, bool rope_params)
     size_t cap = (size_t)(k->s.layers * 18 + 3); /* with --fp8, 7 scales a layer */
     k->t = calloc(cap, sizeof *k->t);
     k->names = calloc(cap, sizeof *k->names);
-    k->tmp_cap = 1 << 16;
-    k->tmp = malloc(k->tmp_cap * sizeof *k->tmp);
     int rc = 1;
-    bool listed = k->t && k->names && k->tmp;
+    struct hy_err perr = {{0}};
+    bool listed = k->t && k->names;
+    if (listed && !k->dry_run && hy_pool_create(&k->pool, 0, &perr)) {
+        fprintf(stderr, "hymt make-test-model: %s\n", perr.msg);
+        listed = false;
+    }
     if (listed)
         list_tensors(k);
     if (listed && k->fp8 && !cli_mk_fp8_list(k->t, k->names, &k->n, cap)) {
@@ -252,14 +265,15 @@ static int make(struct mk *k, const char *dir, bool rope_params)
     }
     free(k->t);
     free(k->names);
-    free(k->tmp);
+    hy_pool_destroy(k->pool);
     return rc;
 }
 
 int cmd_make_test_model(int argc, char **argv)
 {
     const char *out = NULL, *pname = "tiny", *dtype = "bf16", *rope_form = "scaling";
-    int64_t seed = 1, shard = -1;
+    const char *gguf = NULL, *tok_dir = NULL;
+    int64_t seed = 1, shard = -1, expert_ffn = -1, experts = -1, topk = -1;
     struct shape ov = {-1, -1, -1, -1, -1, -1, -1, 0, 0};
     struct mk k = {0};
     struct cli_opt opts[] = {
@@ -280,6 +294,11 @@ int cmd_make_test_model(int argc, char **argv)
         {"ffn", CLI_INT, &ov.ffn, 1, 1 << 20, false},
         {"vocab", CLI_INT, &ov.vocab, 32, 1 << 24, false},
         {"shard-size", CLI_INT, &shard, 1, 1e15, false},
+        {"gguf", CLI_STR, &gguf, 0, 0, false},
+        {"tokenizer", CLI_STR, &tok_dir, 0, 0, false},
+        {"expert-ffn", CLI_INT, &expert_ffn, 1, 1 << 16, false},
+        {"experts", CLI_INT, &experts, 1, 4096, false},
+        {"top-k", CLI_INT, &topk, 1, 64, false},
     };
     const char *pos[1];
     int n_pos;
@@ -321,6 +340,16 @@ int cmd_make_test_model(int argc, char **argv)
     if (k.untied && k.store_head)
         return cli_fail(&cmd, "--untied and --store-lm-head exclude each other");
     k.seed = (uint64_t)seed;
+    enum hy_convert_type gtype = HY_CONVERT_BF16;
+    if (gguf && !hy_convert_type_parse(gguf, &gtype))
+        return cli_fail(&cmd, "--gguf: expected " HY_CONVERT_TYPE_NAMES ", got '%s'", gguf);
+    if ((gguf || tok_dir || expert_ffn > 0 || experts > 0 || topk > 0) && !hyv3)
+        return cli_fail(&cmd, "--gguf, --tokenizer, --expert-ffn, --experts and --top-k apply to "
+                        "the hy_v3 presets (tiny-hyv3, 30b-a3b)");
+    if (tok_dir && !gguf)
+        return cli_fail(&cmd, "--tokenizer needs --gguf");
+    if (gguf && (k.fp8 || k.dry_run || shard > 0))
+        return cli_fail(&cmd, "--gguf excludes --fp8, --dry-run and --shard-size");
     if (hyv3) {
         if (k.untied || k.store_head)
             return cli_fail(&cmd, "--untied and --store-lm-head do not apply to %s (its head is "
@@ -329,6 +358,14 @@ int cmd_make_test_model(int argc, char **argv)
             return cli_fail(&cmd, "%s needs --layers 2 or more (layer 0 is dense)", pname);
         hs.layers = k.s.layers, hs.hidden = k.s.hidden, hs.heads = k.s.heads, hs.kv = k.s.kv;
         hs.hd = k.s.hd, hs.ffn = k.s.ffn, hs.vocab = k.s.vocab, hs.shard = k.s.shard;
+        hs.moe_ffn = expert_ffn > 0 ? expert_ffn : hs.moe_ffn;
+        hs.experts = experts > 0 ? experts : hs.experts;
+        hs.topk = topk > 0 ? topk : hs.topk;
+        if (hs.topk > hs.experts)
+            return cli_fail(&cmd, "--top-k %lld is more than the %lld experts", (long long)hs.topk,
+                            (long long)hs.experts);
+        if (gguf)
+            return hy_hyv3_make_gguf(&hs, out, k.seed, k.dtype, gtype, tok_dir);
         return hy_hyv3_make(&hs, out, k.seed, k.dtype, !strcmp(rope_form, "parameters"),
                             k.fp8, k.dry_run);
     }

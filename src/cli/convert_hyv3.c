@@ -5,9 +5,8 @@
  * expert_weights_norm, expert_weights_scale (router_scaling_factor) and expert_gating_func
  * 2 (sigmoid); tensors by the names model/hy_v3_gguf.c reads, each layer's experts stacked
  * into blk.N.ffn_{gate,up,down}_exps (expert-major), the selection bias as blk.N.exp_probs_b.
- * Types as the converter gives them: 1-D tensors, ffn_gate_inp and exp_probs_b F32; every
- * other matrix the --type (q8_0: F16 where in-features are not a multiple of 32). The 4-bit
- * types are refused for hy_v3 (llama-quantize's rules for expert tensors are not copied). */
+ * Types: convert_type.c. The sources come through a find callback, so `hymt make-test-model
+ * --gguf` writes the same file from generated values as from a checkpoint's tensors. */
 #include "cli/convert.h"
 
 #include "core/log.h"
@@ -20,22 +19,14 @@
 
 #define A "hy_v3"
 
-struct v3item {
-    char name[HY_GGUF_MAX_NAME];
-    const struct hy_st_tensor **src; /* n_src tensors stacked in order (into the pool) */
-    int n_src;
-    uint32_t type;
-    int n_dims;
-    uint64_t ne[3];
-};
-
 struct v3plan {
-    const struct hy_st *st;
+    hy_convert_find_fn find;
+    void *find_ctx;
     const struct hy_config *cfg;
     enum hy_convert_type type;
-    struct v3item *it;
+    struct hy_convert_item *it;
     int n;
-    const struct hy_st_tensor **pool; /* source pointers of every item */
+    struct hy_convert_part *pool; /* the parts of every item */
     size_t n_pool;
 };
 
@@ -81,48 +72,34 @@ static hy_status meta(struct hy_gguf_w *w, const struct hy_config *c, const char
     return s;
 }
 
-static uint32_t pick(const struct v3plan *p, const char *gguf, int n_dims, uint64_t ne0)
-{
-    if (n_dims == 1 || strstr(gguf, "ffn_gate_inp") || strstr(gguf, "exp_probs_b") ||
-        p->type == HY_CONVERT_F32)
-        return HY_GGML_F32;
-    if (p->type == HY_CONVERT_F16)
-        return HY_GGML_F16;
-    if (p->type == HY_CONVERT_BF16)
-        return HY_GGML_BF16;
-    return ne0 % 32 == 0 ? HY_GGML_Q8_0 : HY_GGML_F16;
-}
-
 /* An item of n sources named by fmt (printf with layer i, then the source index e). */
 static hy_status add(struct v3plan *p, const char *gguf, const char *fmt, int i, int n,
                      struct hy_err *err)
 {
-    struct v3item *it = &p->it[p->n];
+    struct hy_convert_item *it = &p->it[p->n];
+    struct hy_convert_part *part = p->pool + p->n_pool;
     snprintf(it->name, sizeof it->name, gguf, i);
-    it->src = p->pool + p->n_pool;
-    it->n_src = n;
     for (int e = 0; e < n; e++) {
         char hf[HY_ST_MAX_NAME];
         snprintf(hf, sizeof hf, fmt, i, e);
-        const struct hy_st_tensor *t = hy_st_find(p->st, hf);
-        if (!t)
+        if (!p->find(p->find_ctx, hf, &part[e]))
             return hy_err_set(err, HY_E_FORMAT, "missing tensor %s", hf);
-        if (t->n_dims < 1 || t->n_dims > 2 ||
-            (t->dtype != HY_DTYPE_F32 && t->dtype != HY_DTYPE_F16 && t->dtype != HY_DTYPE_BF16))
-            return hy_err_set(err, HY_E_UNSUPPORTED, "tensor %s: %d dims of %s (convert reads "
-                              "1-D or 2-D F32/F16/BF16)", hf, t->n_dims, hy_dtype_name(t->dtype));
-        if (e && (t->n_dims != it->src[0]->n_dims || t->shape[0] != it->src[0]->shape[0] ||
-                  t->shape[t->n_dims - 1] != it->src[0]->shape[it->src[0]->n_dims - 1]))
+        if (part[e].n_dims < 1 || part[e].rows < 1 || part[e].cols < 1)
+            return hy_err_set(err, HY_E_UNSUPPORTED, "tensor %s: convert reads 1-D or 2-D F32, "
+                              "F16 or BF16 tensors", hf);
+        if (e && (part[e].n_dims != part[0].n_dims || part[e].rows != part[0].rows ||
+                  part[e].cols != part[0].cols))
             return hy_err_set(err, HY_E_FORMAT, "tensor %s: shape differs from expert 0's", hf);
-        it->src[e] = t;
     }
     p->n_pool += (size_t)n;
-    const struct hy_st_tensor *t0 = it->src[0];
-    it->ne[0] = (uint64_t)t0->shape[t0->n_dims - 1];
-    it->ne[1] = t0->n_dims == 2 ? (uint64_t)t0->shape[0] : 1;
+    it->parts = part;
+    it->n_parts = n;
+    it->ne[0] = (uint64_t)part[0].cols;
+    it->ne[1] = (uint64_t)part[0].rows;
     it->ne[2] = (uint64_t)n;
-    it->n_dims = n > 1 ? 3 : t0->n_dims;
-    it->type = pick(p, it->name, t0->n_dims, it->ne[0]);
+    it->n_dims = n > 1 ? 3 : part[0].n_dims;
+    it->type = hy_convert_tensor_type(p->type, it->name, it->n_dims, it->ne[0],
+                                      (int)p->cfg->num_hidden_layers, p->cfg->tie_word_embeddings);
     p->n++;
     return HY_OK;
 }
@@ -183,82 +160,39 @@ static hy_status make_plan(struct v3plan *p, struct hy_err *err)
     return s;
 }
 
-/* Streams an item: each source's rows, converted to the item's type. */
-static hy_status write_item(struct hy_gguf_w *w, const struct v3item *it, float *row, void *out,
-                            struct hy_err *err)
+hy_status hy_convert_hyv3_gguf(const char *path, const char *name, hy_convert_find_fn find,
+                               void *find_ctx, const struct hy_convert_src *src,
+                               const struct hy_tok *tok, enum hy_convert_type type,
+                               const char *who, int *n_tensors, struct hy_err *err)
 {
-    const int dt = hy_ggml_to_dtype(it->type);
-    HY_ASSERT(dt >= 0);
-    const int64_t cols = (int64_t)it->ne[0], rows = (int64_t)it->ne[1];
-    const size_t dst_rb = hy_ggml_nbytes(it->type, (uint64_t)cols);
-    for (int e = 0; e < it->n_src; e++) {
-        const struct hy_st_tensor *t = it->src[e];
-        const size_t src_rb = hy_dtype_row_bytes(t->dtype, cols);
-        for (int64_t r = 0; r < rows; r++) {
-            const void *bytes = (const unsigned char *)t->data + (size_t)r * src_rb;
-            if ((enum hy_dtype)dt != t->dtype) {
-                hy_dtype_to_f32(row, bytes, t->dtype, (size_t)cols);
-                hy_dtype_from_f32(out, row, (enum hy_dtype)dt, (size_t)cols);
-                bytes = out;
-            }
-            hy_status s = hy_gguf_w_data(w, bytes, dst_rb, err);
-            if (s)
-                return s;
-        }
-    }
-    return HY_OK;
+    struct v3plan p = {find, find_ctx, src->cfg, type, NULL, 0, NULL, 0};
+    hy_status s = make_plan(&p, err);
+    if (!s)
+        s = hy_convert_write_file(path, meta, name, src, tok, type, p.it, p.n, who, err);
+    *n_tensors = p.n;
+    free(p.it);
+    free(p.pool);
+    return s;
 }
 
-static hy_status write_all(struct v3plan *p, const char *path, const char *name,
-                           const struct hy_convert_src *src, const struct hy_tok *tok,
-                           struct hy_err *err)
+/* A checkpoint tensor as a part; one convert cannot read (other than 1-D or 2-D F32, F16
+ * or BF16) comes back with n_dims 0, which add() refuses naming it. */
+static bool find_st(void *ctx, const char *hf, struct hy_convert_part *out)
 {
-    struct hy_gguf_w *w = NULL;
-    hy_status s = hy_gguf_w_open(&w, path, err);
-    if (s)
-        return s;
-    s = meta(w, p->cfg, name, p->type, err);
-    if (!s && tok)
-        s = hy_convert_tokenizer_meta(w, src, tok, err);
-    uint64_t maxc = 1;
-    for (int i = 0; i < p->n && !s; i++) {
-        maxc = p->it[i].ne[0] > maxc ? p->it[i].ne[0] : maxc;
-        s = hy_gguf_w_tensor(w, p->it[i].name, p->it[i].type, p->it[i].n_dims, p->it[i].ne, err);
-    }
-    if (!s)
-        s = hy_gguf_w_begin_data(w, err);
-    float *row = malloc((size_t)maxc * sizeof *row);
-    void *out = malloc((size_t)maxc * sizeof *row);
-    if (!s && (!row || !out))
-        s = hy_err_set(err, HY_E_NOMEM, "out of memory");
-    for (int i = 0; i < p->n && !s; i++) {
-        fprintf(stderr, "\rhymt convert: [%d/%d] %-32s %-5s", i + 1, p->n, p->it[i].name,
-                hy_ggml_type_name(p->it[i].type));
-        s = write_item(w, &p->it[i], row, out, err);
-    }
-    fprintf(stderr, "\n");
-    free(row);
-    free(out);
-    if (s) {
-        hy_gguf_w_abort(w);
-        return s;
-    }
-    return hy_gguf_w_finish(w, err);
+    const struct hy_st_tensor *t = hy_st_find(ctx, hf);
+    if (!t)
+        return false;
+    bool ok = t->n_dims >= 1 && t->n_dims <= 2 &&
+              (t->dtype == HY_DTYPE_F32 || t->dtype == HY_DTYPE_F16 || t->dtype == HY_DTYPE_BF16);
+    *out = (struct hy_convert_part){t->dtype, ok ? t->n_dims : 0, t->n_dims == 2 ? t->shape[0] : 1,
+                                    t->n_dims ? t->shape[t->n_dims - 1] : 0, t->data, {0, 0, 0}};
+    return true;
 }
 
 hy_status hy_convert_hyv3(const char *path, const char *name, const struct hy_st *st,
                           const struct hy_convert_src *src, const struct hy_tok *tok,
                           enum hy_convert_type type, int *n_tensors, struct hy_err *err)
 {
-    if (type == HY_CONVERT_Q4_0 || type == HY_CONVERT_Q4_K_M)
-        return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 to GGUF: the 4-bit types are not "
-                          "supported yet (f32, f16, bf16 and q8_0 are)");
-    struct v3plan p = {st, src->cfg, type, NULL, 0, NULL, 0};
-    hy_status s = make_plan(&p, err);
-    if (!s)
-        s = write_all(&p, path, name, src, tok, err);
-    *n_tensors = p.n;
-    free(p.it);
-    free(p.pool);
-    return s;
+    return hy_convert_hyv3_gguf(path, name, find_st, (void *)st, src, tok, type, "hymt convert",
+                                n_tensors, err);
 }

@@ -17,7 +17,7 @@
 /* llama.cpp's LlamaFileType for general.file_type. */
 uint32_t hy_convert_file_type(enum hy_convert_type t)
 {
-    static const uint32_t ft[] = {0, 1, 32, 7, 2, 15};
+    static const uint32_t ft[] = {0, 1, 32, 7, 2, 15, 18}; /* LlamaFileType */
     return ft[t];
 }
 

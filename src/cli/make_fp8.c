@@ -3,6 +3,7 @@
 #include "cli/make_weights.h"
 
 #include "core/fp8.h"
+#include "core/threads.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -77,8 +78,9 @@ bool cli_mk_fp8_list(struct hy_st_wtensor *t, char (*names)[HY_ST_MAX_NAME], siz
 
 /* The weight w's values as the unquantized checkpoint holds them (src), in float32 (*out,
  * malloc'ed), and its block scales (*scale, malloc'ed). */
-static hy_status weight_values(const struct hy_st_wtensor *w, uint64_t seed, int64_t hidden,
-                               enum hy_dtype src, float **out, float **scale, struct hy_err *err)
+static hy_status weight_values(struct hy_pool *pool, const struct hy_st_wtensor *w, uint64_t seed,
+                               int64_t hidden, enum hy_dtype src, float **out, float **scale,
+                               struct hy_err *err)
 {
     const int64_t rows = w->shape[0], cols = w->shape[1], nbc = nblocks(cols);
     const size_t n = (size_t)(rows * cols), ns = (size_t)(nblocks(rows) * nbc);
@@ -89,18 +91,15 @@ static hy_status weight_values(const struct hy_st_wtensor *w, uint64_t seed, int
     u.name = name;
     float *v = malloc((n ? n : 1) * sizeof *v), *s = calloc(ns ? ns : 1, sizeof *s);
     void *raw = malloc((n ? n : 1) * hy_dtype_size(src));
-    float *tmp = malloc((size_t)(1 << 14) * sizeof *tmp);
-    if (!v || !s || !raw || !tmp) {
+    if (!v || !s || !raw) {
         free(v);
         free(s);
         free(raw);
-        free(tmp);
         return hy_err_set(err, HY_E_NOMEM, "out of memory quantizing %s", w->name);
     }
-    cli_mk_fill(&u, seed, hidden, raw, n * hy_dtype_size(src), tmp, (size_t)1 << 14);
+    cli_mk_fill(pool, &u, seed, hidden, raw, n * hy_dtype_size(src));
     hy_dtype_to_f32(v, raw, src, n);
     free(raw);
-    free(tmp);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             float *b = &s[(r / CLI_MK_FP8_BLOCK) * nbc + c / CLI_MK_FP8_BLOCK];
@@ -113,9 +112,28 @@ static hy_status weight_values(const struct hy_st_wtensor *w, uint64_t seed, int
     return HY_OK;
 }
 
-hy_status cli_mk_fp8_fill(const struct hy_st_wtensor *t, size_t i, uint64_t seed,
-                          int64_t hidden, enum hy_dtype src, void *buf, size_t nbytes,
-                          bool *done, struct hy_err *err)
+struct encode_job {
+    const float *v, *s;
+    uint8_t *codes;
+    int64_t cols, nbc;
+};
+
+static void encode_rows(void *ctx, int64_t r0, int64_t r1, int tid)
+{
+    (void)tid;
+    const struct encode_job *j = ctx;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = 0; c < j->cols; c++) {
+            float x = j->v[r * j->cols + c] /
+                      j->s[(r / CLI_MK_FP8_BLOCK) * j->nbc + c / CLI_MK_FP8_BLOCK];
+            x = fminf(fmaxf(x, -HY_FP8_E4M3_MAX), HY_FP8_E4M3_MAX);
+            j->codes[r * j->cols + c] = hy_fp8_e4m3_from_f32(x);
+        }
+}
+
+hy_status cli_mk_fp8_fill(struct hy_pool *pool, const struct hy_st_wtensor *t, size_t i,
+                          uint64_t seed, int64_t hidden, enum hy_dtype src, void *buf,
+                          size_t nbytes, bool *done, struct hy_err *err)
 {
     const struct hy_st_wtensor *e = &t[i];
     *done = (e->dtype == HY_DTYPE_F8_E4M3 && is_proj(e)) ||
@@ -125,19 +143,14 @@ hy_status cli_mk_fp8_fill(const struct hy_st_wtensor *t, size_t i, uint64_t seed
         return HY_OK;
     const struct hy_st_wtensor *w = e->dtype == HY_DTYPE_F8_E4M3 ? e : &t[i - 1];
     float *v = NULL, *s = NULL;
-    hy_status st = weight_values(w, seed, hidden, src, &v, &s, err);
+    hy_status st = weight_values(pool, w, seed, hidden, src, &v, &s, err);
     if (st)
         return st;
     const int64_t rows = w->shape[0], cols = w->shape[1], nbc = nblocks(cols);
     if (e == w) {
-        uint8_t *codes = buf;
         HY_ASSERT(nbytes == (size_t)(rows * cols));
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) {
-                float x = v[r * cols + c] / s[(r / CLI_MK_FP8_BLOCK) * nbc + c / CLI_MK_FP8_BLOCK];
-                x = fminf(fmaxf(x, -HY_FP8_E4M3_MAX), HY_FP8_E4M3_MAX);
-                codes[r * cols + c] = hy_fp8_e4m3_from_f32(x);
-            }
+        struct encode_job j = {v, s, buf, cols, nbc};
+        hy_pool_for(pool, rows, 16, encode_rows, &j);
     } else {
         HY_ASSERT(nbytes == (size_t)(nblocks(rows) * nbc) * sizeof(float));
         memcpy(buf, s, nbytes);

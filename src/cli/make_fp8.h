@@ -30,10 +30,12 @@ bool cli_mk_fp8_list(struct hy_st_wtensor *t, char (*names)[HY_ST_MAX_NAME], siz
 size_t cli_mk_fp8_count(const struct hy_st_wtensor *t, size_t n);
 /* Fills entry i of such a list when it is an fp8 weight or a scale (*done true); else
  * leaves it to cli_mk_fill (*done false). src: the checkpoint's dtype the values are
- * rounded to first; seed and hidden as cli_mk_fill's. HY_E_NOMEM when out of memory. */
-hy_status cli_mk_fp8_fill(const struct hy_st_wtensor *t, size_t i, uint64_t seed,
-                          int64_t hidden, enum hy_dtype src, void *buf, size_t nbytes,
-                          bool *done, struct hy_err *err);
+ * rounded to first; pool, seed and hidden as cli_mk_fill's. HY_E_NOMEM when out of
+ * memory. */
+struct hy_pool;
+hy_status cli_mk_fp8_fill(struct hy_pool *pool, const struct hy_st_wtensor *t, size_t i,
+                          uint64_t seed, int64_t hidden, enum hy_dtype src, void *buf,
+                          size_t nbytes, bool *done, struct hy_err *err);
 /* config.json's quantization_config for such a checkpoint (a new reference; NULL when out
  * of memory). */
 json_t *cli_mk_fp8_config(void);

@@ -5,6 +5,7 @@
 #include "cli/make_weights.h"
 
 #include "core/log.h"
+#include "core/threads.h"
 #include "formats/safetensors.h"
 #include "model/hy_v3.h"
 
@@ -24,7 +25,7 @@ struct mkv3 {
     struct hy_st_wtensor *t;
     char (*names)[HY_ST_MAX_NAME];
     size_t n;
-    float tmp[1 << 14];
+    struct hy_pool *pool; /* fills a tensor on every CPU */
 };
 
 bool hy_hyv3_preset(struct hy_hyv3_shape *s, const char *name)
@@ -104,12 +105,11 @@ static hy_status fill(void *ctx, size_t i, void *buf, size_t nbytes, struct hy_e
 {
     struct mkv3 *k = ctx;
     bool done = false;
-    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->t, i, k->seed, k->s->hidden, k->dtype, buf,
-                                           nbytes, &done, err)
+    hy_status s = k->fp8 ? cli_mk_fp8_fill(k->pool, k->t, i, k->seed, k->s->hidden, k->dtype,
+                                           buf, nbytes, &done, err)
                          : HY_OK;
     if (!s && !done)
-        cli_mk_fill(&k->t[i], k->seed, k->s->hidden, buf, nbytes, k->tmp,
-                    sizeof k->tmp / sizeof k->tmp[0]);
+        cli_mk_fill(k->pool, &k->t[i], k->seed, k->s->hidden, buf, nbytes);
     return s;
 }
 
@@ -144,10 +144,15 @@ static json_t *moe_keys(const struct hy_hyv3_shape *s, bool transformers_form)
 }
 
 /* Special ids laid out as the dense presets' (the tiny test tokenizer's, vocab - 16 on). */
-static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy_dtype dt,
-                         bool transformers_form, bool fp8)
+static int64_t first_special(const struct hy_hyv3_shape *s)
 {
-    const int64_t S = s->vocab >= 1024 ? s->vocab - 210 : s->vocab - 16;
+    return s->vocab >= 1024 ? s->vocab - 210 : s->vocab - 16;
+}
+
+json_t *hy_hyv3_config(const struct hy_hyv3_shape *s, enum hy_dtype dt, bool transformers_form,
+                       bool fp8)
+{
+    const int64_t S = first_special(s);
     const char *dts = dt == HY_DTYPE_F32 ? "float32" : dt == HY_DTYPE_F16 ? "float16" : "bfloat16";
     json_t *c = json_pack(
         "{s:[s], s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:I, s:b, s:b, s:b, s:f, "
@@ -168,13 +173,23 @@ static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy
     json_decref(m);
     if (c && fp8)
         json_object_set_new(c, "quantization_config", cli_mk_fp8_config());
-    if (cli_mk_write_json(c, dir, "config.json"))
+    return c;
+}
+
+json_t *hy_hyv3_gen_config(const struct hy_hyv3_shape *s)
+{
+    const int64_t S = first_special(s);
+    return json_pack("{s:I, s:I, s:I, s:b, s:f, s:f, s:I}", "bos_token_id", (json_int_t)(S + 1),
+                     "eos_token_id", (json_int_t)(S + 3), "pad_token_id", (json_int_t)(S + 4),
+                     "do_sample", 1, "temperature", 0.7, "top_p", 1.0, "top_k", (json_int_t)-1);
+}
+
+static int write_configs(const struct hy_hyv3_shape *s, const char *dir, enum hy_dtype dt,
+                         bool transformers_form, bool fp8)
+{
+    if (cli_mk_write_json(hy_hyv3_config(s, dt, transformers_form, fp8), dir, "config.json"))
         return 1;
-    json_t *g = json_pack("{s:I, s:I, s:I, s:b, s:f, s:f, s:I}", "bos_token_id",
-                          (json_int_t)(S + 1), "eos_token_id", (json_int_t)(S + 3),
-                          "pad_token_id", (json_int_t)(S + 4), "do_sample", 1, "temperature",
-                          0.7, "top_p", 1.0, "top_k", (json_int_t)-1);
-    return cli_mk_write_json(g, dir, "generation_config.json");
+    return cli_mk_write_json(hy_hyv3_gen_config(s), dir, "generation_config.json");
 }
 
 static void summary(const struct mkv3 *k)
@@ -196,6 +211,47 @@ static void summary(const struct mkv3 *k)
            (unsigned long long)bytes);
 }
 
+/* twice the tensors: with --fp8 each projection gains its scale */
+static size_t list_cap(const struct hy_hyv3_shape *s)
+{
+    return 2 * (size_t)(s->layers * (16 + 3 * s->experts) + 3);
+}
+
+static struct mkv3 *mkv3_create(const struct hy_hyv3_shape *s, enum hy_dtype dtype, uint64_t seed,
+                                bool fp8)
+{
+    const size_t cap = list_cap(s);
+    struct mkv3 *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    *k = (struct mkv3){.s = s, .dtype = dtype, .seed = seed, .fp8 = fp8};
+    k->t = calloc(cap, sizeof *k->t);
+    k->names = calloc(cap, sizeof *k->names);
+    if (k->t && k->names) {
+        list_tensors(k);
+        HY_ASSERT(k->n <= cap);
+        if (!fp8 || cli_mk_fp8_list(k->t, k->names, &k->n, cap))
+            return k;
+    }
+    free(k->t);
+    free(k->names);
+    free(k);
+    return NULL;
+}
+
+bool hy_hyv3_list(const struct hy_hyv3_shape *s, enum hy_dtype dtype, struct hy_st_wtensor **t,
+                  char (**names)[HY_ST_MAX_NAME], size_t *n)
+{
+    struct mkv3 *k = mkv3_create(s, dtype, 0, false);
+    if (!k)
+        return false;
+    *t = k->t;
+    *names = k->names;
+    *n = k->n;
+    free(k);
+    return true;
+}
+
 int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
                  enum hy_dtype dtype, bool transformers_form, bool fp8, bool dry_run)
 {
@@ -203,48 +259,34 @@ int hy_hyv3_make(const struct hy_hyv3_shape *s, const char *dir, uint64_t seed,
         fprintf(stderr, "hymt make-test-model: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    /* twice the tensors: with --fp8 each projection gains its scale */
-    size_t cap = 2 * (size_t)(s->layers * (16 + 3 * s->experts) + 3);
-    struct mkv3 *k = calloc(1, sizeof *k);
-    int rc = 1;
-    if (k) {
-        k->s = s;
-        k->dtype = dtype;
-        k->seed = seed;
-        k->fp8 = fp8;
-        k->t = calloc(cap, sizeof *k->t);
-        k->names = calloc(cap, sizeof *k->names);
-    }
-    bool listed = k && k->t && k->names;
-    if (listed) {
-        list_tensors(k);
-        HY_ASSERT(k->n <= cap);
-        listed = !fp8 || cli_mk_fp8_list(k->t, k->names, &k->n, cap);
-    }
-    if (listed) {
-        rc = 0;
-        if (!dry_run) {
-            char p[4096];
-            snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-            unlink(p);
-            snprintf(p, sizeof p, "%s/model.safetensors", dir);
-            unlink(p);
-            struct hy_err err = {{0}};
-            rc = write_configs(s, dir, dtype, transformers_form, fp8);
-            if (!rc && hy_st_write(dir, k->t, k->n, (uint64_t)s->shard, fill, k, &err)) {
-                fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
-                rc = 1;
-            }
-        }
-        if (!rc)
-            summary(k);
-    } else {
+    struct mkv3 *k = mkv3_create(s, dtype, seed, fp8);
+    if (!k) {
         fprintf(stderr, "hymt make-test-model: out of memory\n");
+        return 1;
     }
-    if (k) {
-        free(k->t);
-        free(k->names);
+    int rc = 0;
+    struct hy_err err = {{0}};
+    if (!dry_run && hy_pool_create(&k->pool, 0, &err)) {
+        fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
+        rc = 1;
     }
+    if (!dry_run && !rc) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/model.safetensors", dir);
+        unlink(p);
+        rc = write_configs(s, dir, dtype, transformers_form, fp8);
+        if (!rc && hy_st_write(dir, k->t, k->n, (uint64_t)s->shard, fill, k, &err)) {
+            fprintf(stderr, "hymt make-test-model: %s\n", err.msg);
+            rc = 1;
+        }
+    }
+    if (!rc)
+        summary(k);
+    hy_pool_destroy(k->pool);
+    free(k->t);
+    free(k->names);
     free(k);
     return rc;
 }

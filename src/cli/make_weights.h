@@ -17,10 +17,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A tensor's value stream: element k (row-major) depends only on k, so any range of it can
+ * be made on any thread (cli_mk_gen_values) and equals what cli_mk_fill writes there. */
+struct cli_mk_gen {
+    uint64_t state0; /* from the seed and the tensor's name */
+    double a, off;   /* values uniform in [off - a, off + a) */
+};
+
+/* The stream of tensor `name` (n_dims dims, cols in-features) for seed in a model of width
+ * hidden. */
+void cli_mk_gen_init(struct cli_mk_gen *g, const char *name, int n_dims, int64_t cols,
+                     uint64_t seed, int64_t hidden);
+/* out[j] = element k0 + j of the stream, j < n (float32, before any rounding to a dtype). */
+void cli_mk_gen_values(const struct cli_mk_gen *g, uint64_t k0, float *out, size_t n);
+
 /* Fills buf (nbytes: all of tensor t, in t->dtype) with t's values for seed, in a model of
- * width hidden; tmp (tmp_cap floats) is the staging buffer. */
-void cli_mk_fill(const struct hy_st_wtensor *t, uint64_t seed, int64_t hidden, void *buf,
-                 size_t nbytes, float *tmp, size_t tmp_cap);
+ * width hidden, on pool's threads (NULL: the caller's); the bytes do not depend on it. */
+struct hy_pool;
+void cli_mk_fill(struct hy_pool *pool, const struct hy_st_wtensor *t, uint64_t seed,
+                 int64_t hidden, void *buf, size_t nbytes);
 
 /* Writes j (NULL: out of memory, an error) to dir/file, two-space indented, reals with 17
  * significant digits; takes the reference. 0, or 1 with "hymt make-test-model: cannot

@@ -66,7 +66,14 @@ static hy_status read_width(struct hy_config *c, const json_t *o, struct hy_err 
 }
 
 /* mlp_layer_types (["dense", "sparse", ...], transformers) or first_k_dense_replace
- * (Tencent, vLLM); both present must agree; neither: layer 0 dense (HYV3Config). */
+ * (Tencent, vLLM); both present must agree; neither: layer 0 dense (HYV3Config).
+ * transformers builds layer i from mlp_layer_types[i] only, and its length check
+ * (PreTrainedConfig.validate_layer_type) never reaches mlp_layer_types for hy_v3, which has
+ * no layer_types: a config whose num_hidden_layers was cut after loading keeps the longer
+ * list, and save_pretrained writes it so. Such a list is read up to num_hidden_layers (the
+ * rest must be strings, as its list[str] type asks); a shorter one fails in transformers
+ * (index out of range building the layers) and is refused here. Within the layers only
+ * "dense" and "sparse" are taken: transformers would build any other string as dense. */
 static hy_status read_layer_types(struct hy_config *c, const json_t *o, struct hy_err *err)
 {
     const int64_t L = c->num_hidden_layers;
@@ -83,9 +90,13 @@ static hy_status read_layer_types(struct hy_config *c, const json_t *o, struct h
     const json_t *t = json_object_get(o, "mlp_layer_types");
     if (!t || json_is_null(t))
         return HY_OK;
-    if (!json_is_array(t) || (int64_t)json_array_size(t) != L)
-        return hy_err_set(err, HY_E_FORMAT, "key 'mlp_layer_types': expected a list of %" PRId64
-                          " strings (one a layer)", L);
+    if (!json_is_array(t) || (int64_t)json_array_size(t) < L)
+        return hy_err_set(err, HY_E_FORMAT, "key 'mlp_layer_types': expected a list of at least "
+                          "%" PRId64 " strings (one a layer)", L);
+    for (size_t i = (size_t)L; i < json_array_size(t); i++)
+        if (!json_is_string(json_array_get(t, i)))
+            return hy_err_set(err, HY_E_FORMAT, "key 'mlp_layer_types': item %zu is not a string",
+                              i);
     for (int64_t i = 0; i < L; i++) {
         const char *v = json_string_value(json_array_get(t, (size_t)i));
         if (!v || (strcmp(v, "dense") && strcmp(v, "sparse")))

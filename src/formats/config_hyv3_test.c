@@ -90,6 +90,69 @@ static void test_transformers_form(void)
     CHECK(c.layer_moe[0] == 0 && c.layer_moe[1] && c.layer_moe[2] && c.n_moe_layers == 2);
 }
 
+/* A 3-layer cut of Hy-MT2-30B-A3B as transformers 5.17 saves it: the released config.json
+ * loaded with num_hidden_layers=3 (from_pretrained sets the override after __post_init__
+ * has filled mlp_layer_types for 48 layers) and written by save_pretrained: to_diff_dict
+ * keeps every HYV3Config field and every extra key of the file (Tencent's), rope_theta and
+ * rope_scaling become rope_parameters, torch_dtype becomes dtype, keys sorted, indent 2. */
+static const char tf517_cut[] =
+    "{\n  \"architectures\": [\n    \"HYV3ForCausalLM\"\n  ],\n"
+    "  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n  \"bos_token_id\": 120000,\n"
+    "  \"dtype\": \"bfloat16\",\n  \"enable_attention_fp32_softmax\": false,\n"
+    "  \"enable_lm_head_fp32\": true,\n  \"enable_moe_fp32_combine\": false,\n"
+    "  \"eos_token_id\": 120025,\n  \"expert_hidden_dim\": 768,\n"
+    "  \"first_k_dense_replace\": 1,\n  \"head_dim\": 128,\n  \"hidden_act\": \"silu\",\n"
+    "  \"hidden_size\": 2048,\n  \"initializer_range\": 0.006,\n"
+    "  \"intermediate_size\": 6912,\n  \"max_position_embeddings\": 262144,\n"
+    "  \"mlp_bias\": false,\n  \"mlp_layer_types\": [\n    \"dense\",\n%s  ],\n"
+    "  \"model_type\": \"hy_v3\",\n  \"moe_intermediate_size\": 768,\n"
+    "  \"moe_router_enable_expert_bias\": true,\n  \"moe_router_use_sigmoid\": true,\n"
+    "  \"num_attention_heads\": 32,\n  \"num_experts\": 128,\n  \"num_experts_per_tok\": 8,\n"
+    "  \"num_hidden_layers\": 3,\n  \"num_key_value_heads\": 4,\n  \"num_shared_experts\": 1,\n"
+    "  \"output_router_logits\": false,\n  \"pad_token_id\": 120002,\n  \"qk_norm\": true,\n"
+    "  \"rms_norm_eps\": 1e-05,\n  \"rope_parameters\": {\n    \"rope_theta\": 11158840.0,\n"
+    "    \"rope_type\": \"default\"\n  },\n  \"route_norm\": true,\n"
+    "  \"router_scaling_factor\": 2.826,\n  \"tie_word_embeddings\": false,\n"
+    "  \"transformers_version\": \"5.17.0\",\n  \"use_cache\": true,\n"
+    "  \"vocab_size\": 120832\n}\n";
+
+/* mlp_layer_types longer than the layers: read up to num_hidden_layers, as transformers. */
+static void test_longer_layer_types(void)
+{
+    static char sparse[47 * 16], j[8192];
+    size_t n = 0;
+    for (int i = 1; i < 48; i++)
+        n += (size_t)snprintf(sparse + n, sizeof sparse - n, "    \"sparse\"%s\n",
+                              i < 47 ? "," : "");
+    snprintf(j, sizeof j, tf517_cut, sparse);
+    struct hy_config c;
+    struct hy_err err = {{0}};
+    CHECKF(hy_config_parse(&c, j, strlen(j), WHAT, &err) == HY_OK, "%s", err.msg);
+    CHECK(c.num_hidden_layers == 3 && c.n_moe_layers == 2);
+    CHECK(c.layer_moe[0] == 0 && c.layer_moe[1] == 1 && c.layer_moe[2] == 1);
+    CHECK(c.rope_base == 11158840.0 && c.num_experts == 128 && c.moe_intermediate_size == 768);
+    /* the entries past the layers are neither compared with first_k_dense_replace nor
+     * read as layer kinds, but must be strings (list[str]) */
+    char *tail = strstr(j, "\"sparse\"\n  ]");
+    CHECK(tail != NULL);
+    if (!tail)
+        return;
+    memcpy(tail, "\"dense\" ", 8);
+    CHECKF(hy_config_parse(&c, j, strlen(j), WHAT, &err) == HY_OK, "%s", err.msg);
+    CHECK(c.n_moe_layers == 2);
+    memcpy(tail, "12345678", 8);
+    CHECK(hy_config_parse(&c, j, strlen(j), WHAT, &err) == HY_E_FORMAT);
+    CHECKF(strstr(err.msg, "mlp_layer_types") && strstr(err.msg, "item 47"), "%s", err.msg);
+    /* a dense layer past first_k_dense_replace within the layers still disagrees */
+    snprintf(j, sizeof j, tf517_cut, "    \"dense\",\n    \"sparse\"\n");
+    CHECK(hy_config_parse(&c, j, strlen(j), WHAT, &err) == HY_E_FORMAT);
+    CHECKF(strstr(err.msg, "disagree at layer 1"), "%s", err.msg);
+    /* shorter than the layers: transformers fails building layer 2; so does hymt */
+    snprintf(j, sizeof j, tf517_cut, "    \"sparse\"\n");
+    CHECK(hy_config_parse(&c, j, strlen(j), WHAT, &err) == HY_E_FORMAT);
+    CHECKF(strstr(err.msg, "at least 3"), "%s", err.msg);
+}
+
 static void test_rejected(void)
 {
     const struct {
@@ -160,6 +223,7 @@ int main(void)
 {
     test_released();
     test_transformers_form();
+    test_longer_layer_types();
     test_rejected();
     return test_result();
 }
