@@ -20,7 +20,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { readLanguages } from './languages.mjs';
+import { pageRows, readLanguages } from './languages.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (n, d) => { const i = argv.indexOf(n); return i >= 0 ? argv[i + 1] : d; };
@@ -137,8 +137,11 @@ async function desktop(browser, base) {
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) pageErrors.push(m.text()); });
 
   const served = Buffer.from(await (await fetch(base)).arrayBuffer());
-  check('GET / serves web/index.html byte for byte', served.equals(fs.readFileSync(path.join(srcDir, 'web/index.html'))),
-    `${served.length} bytes`);
+  // the tree's page with the table's rows at /*@LANGS@*/: what the build (and the stub) serve
+  const wantPage = Buffer.from(fs.readFileSync(path.join(srcDir, 'web/index.html'), 'utf8')
+    .replace('/*@LANGS@*/', '\n' + pageRows(cLanguages())));
+  check('GET / serves web/index.html with the language rows, byte for byte', served.equals(wantPage),
+    `${served.length} bytes, want ${wantPage.length}`);
   const models = await (await fetch(base + 'v1/models')).json();
   const m0 = models.data && models.data[0] || {};
   const isDemo = m0.demo === true || (m0.demo !== false && /demo/i.test(m0.id || ''));
