@@ -43,8 +43,11 @@ file(WRITE ${WORK}/page.html "<script>var LANGS = [/*@LANGS@*/];</script>\n")
 bad(field_count "languages.tsv:3: 7 tab-separated fields"
   "${HEAD}${EN}de\tGerman\t德语\tDeutsch\tLatn\t-\tmt2\n")
 bad(repeated_code "languages.tsv:3: code 'en' is repeated" "${HEAD}${EN}${EN}")
-bad(repeated_code_case "languages.tsv:3: code 'EN' is not a language code"
-  "${HEAD}${EN}EN\tEnglish2\t英语2\tEnglish2\tLatn\t-\tmt2\t-\n")
+string(CONCAT hant "${HEAD}zh-Hant\tTraditional Chinese\t繁体中文\t繁體中文\tHani\tzh\tmt2\t-\n"
+  "zh-HANT\tHant2\t繁体2\t繁體2\tHani\tzh\tmt2\t-\n")
+bad(repeated_code_case "languages.tsv:3: code 'zh-HANT' is repeated" "${hant}")
+bad(upper_code "languages.tsv:2: code 'EN' is not a language code"
+  "${HEAD}EN\tEnglish\t英语\tEnglish\tLatn\t-\tmt2\t-\n")
 bad(name_clash "languages.tsv:3: name_en 'english' is already en's"
   "${HEAD}${EN}xx\tenglish\t某语\tXx\tLatn\t-\tmt2\t-\n")
 bad(alias_clash "languages.tsv:3: alias 'ENG' is already en's"
