@@ -127,7 +127,9 @@ void hy_compat_free(struct hy_compat *c)
     memset(c, 0, sizeof *c);
 }
 
-bool hy_compat_model_has(const struct hy_server *s, const struct hy_lang *l)
+bool hy_compat_model_has(struct hy_server *s, const struct hy_lang *l)
 {
+    if (!atomic_load(&s->ready)) /* s->prompt is written before ready is set */
+        return true;
     return hy_lang_gen_has(hy_prompt_gen_name(s->prompt.kind.gen), l);
 }
