@@ -33,9 +33,8 @@ static bool parse_lang(struct hy_http_req *req, json_t *body, const char *key, c
         char *list = malloc(n);
         if (list)
             hy_lang_list(list, n);
-        hy_http_error(req, 400, "unknown_language", "%s: unknown language '%s'; valid: %s%s",
-                      used, name, list ? list : "(out of memory listing them)",
-                      source ? ", auto" : "");
+        hy_http_error(req, 400, "unknown_language", "%s: unknown language '%s'; valid: %s%s", used,
+                      name, list ? list : "(out of memory listing them)", source ? ", auto" : "");
         free(list);
         return false;
     }
