@@ -167,6 +167,12 @@ set_tests_properties(make_gguf_cli_test PROPERTIES LABELS unit TIMEOUT 300)
 # The HTTP request parser's unit test (src/server/ is not in libhymt: it builds the parser).
 target_sources(http_parse_test PRIVATE ${CMAKE_SOURCE_DIR}/src/server/http_parse.c)
 
+# The language table's generator (cmake/lang_table.cmake) on small tables: each bad row
+# stops it with its line and reason, a good table with a new generation comes out whole.
+add_test(NAME lang_table_test COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR}
+  -DWORK=${CMAKE_BINARY_DIR}/lang_table_test -P ${CMAKE_SOURCE_DIR}/tests/translate/lang_table_test.cmake)
+set_tests_properties(lang_table_test PROPERTIES LABELS unit TIMEOUT 120)
+
 # `hymt translate --keep-lines` on a random-weight model: 400 lines in, 400 out, blank lines
 # in place (issue 18 item 6).
 add_test(NAME translate_keep_lines_test COMMAND sh ${CMAKE_SOURCE_DIR}/tests/translate/keep_lines_test.sh

@@ -356,9 +356,13 @@ static const struct hy_lang *lang_or_fail(const char *flag, const char *name)
 {
     const struct hy_lang *l = hy_lang_find(name);
     if (!l) {
-        char list[512];
-        hy_lang_list(list, sizeof list);
-        cli_fail(&cmd, "%s: unknown language '%s'; valid: %s", flag, name, list);
+        size_t n = hy_lang_list(NULL, 0) + 1; /* the whole list, however long the table */
+        char *list = malloc(n);
+        if (list)
+            hy_lang_list(list, n);
+        cli_fail(&cmd, "%s: unknown language '%s'; valid: %s", flag, name,
+                 list ? list : "(out of memory listing them)");
+        free(list);
     }
     return l;
 }

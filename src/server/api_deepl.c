@@ -44,7 +44,7 @@ static void deepl_code(const struct hy_lang *l, char *out)
 static const struct hy_lang *deepl_lang(const char *s, bool target)
 {
     char c[DL_CODE_MAX];
-    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
+    for (size_t i = 0; i < hy_lang_count(); i++) {
         deepl_code(hy_lang_at(i), c);
         if (!strcasecmp(s, c))
             return hy_lang_at(i);
@@ -335,8 +335,10 @@ bool hy_api_deepl_languages(struct hy_http_req *req)
     }
     json_decref(q);
     json_t *list = json_array();
-    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
+    for (size_t i = 0; i < hy_lang_count(); i++) {
         const struct hy_lang *l = hy_lang_at(i);
+        if (!hy_compat_model_has(req->srv, l))
+            continue;
         char code[DL_CODE_MAX];
         deepl_code(l, code);
         bool split = target && (!strcmp(l->code, "en") || !strcmp(l->code, "pt") ||

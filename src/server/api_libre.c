@@ -41,8 +41,8 @@ static void lt_free(void *ctx)
  * the whole text (0-100, one decimal); 0 with language null when detection abstained. */
 static json_t *detected(const struct lt *l, const struct hy_lang *src, size_t i)
 {
-    struct hy_lang_guess g[HY_LANG_COUNT];
-    size_t n = hy_lang_detect_ranked(l->c.buf + l->c.off[i], l->c.len[i], g, HY_LANG_COUNT);
+    struct hy_lang_guess g[HY_LANG_GUESS_MAX];
+    size_t n = hy_lang_detect_ranked(l->c.buf + l->c.off[i], l->c.len[i], g, HY_LANG_GUESS_MAX);
     double conf = 0;
     if (!src && n)
         src = g[0].lang;
@@ -315,18 +315,18 @@ bool hy_api_libre_translate(struct hy_http_req *req)
 
 bool hy_api_libre_languages(struct hy_http_req *req)
 {
-    json_t *codes = json_array(), *list = json_array();
-    for (size_t i = 0; i < HY_LANG_COUNT; i++)
-        json_array_append_new(codes, json_string(hy_lang_at(i)->code));
-    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
-        const struct hy_lang *g = hy_lang_at(i);
-        json_t *targets = json_array(); /* every language but itself */
-        for (size_t j = 0; j < HY_LANG_COUNT; j++)
-            if (j != i)
-                json_array_append(targets, json_array_get(codes, j));
-        json_array_append_new(list, json_pack("{s:s,s:s,s:o}", "code", g->code, "name",
-                                              g->name_en, "targets", targets));
+    /* the model's languages; each one's targets are all the others */
+    json_t *list = json_array();
+    for (size_t i = 0; i < hy_lang_count(); i++) {
+        const struct hy_lang *l = hy_lang_at(i);
+        if (!hy_compat_model_has(req->srv, l))
+            continue;
+        json_t *targets = json_array();
+        for (size_t j = 0; j < hy_lang_count(); j++)
+            if (j != i && hy_compat_model_has(req->srv, hy_lang_at(j)))
+                json_array_append_new(targets, json_string(hy_lang_at(j)->code));
+        json_array_append_new(list, json_pack("{s:s,s:s,s:o}", "code", l->code, "name",
+                                              l->name_en, "targets", targets));
     }
-    json_decref(codes);
     return hy_http_json(req, 200, list);
 }

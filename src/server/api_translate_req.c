@@ -29,10 +29,13 @@ static bool parse_lang(struct hy_http_req *req, json_t *body, const char *key, c
     if (source && (!name[0] || !strcmp(name, "auto")))
         return true;
     if (!(*out = hy_lang_find(name))) {
-        char list[512];
-        hy_lang_list(list, sizeof list);
-        hy_http_error(req, 400, "unknown_language", "%s: unknown language '%s'; valid: %s%s",
-                             used, name, list, source ? ", auto" : "");
+        size_t n = hy_lang_list(NULL, 0) + 1; /* the whole list, however long the table */
+        char *list = malloc(n);
+        if (list)
+            hy_lang_list(list, n);
+        hy_http_error(req, 400, "unknown_language", "%s: unknown language '%s'; valid: %s%s", used,
+                      name, list ? list : "(out of memory listing them)", source ? ", auto" : "");
+        free(list);
         return false;
     }
     return true;

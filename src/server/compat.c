@@ -2,6 +2,7 @@
 #include "server/compat.h"
 
 #include "core/utf8.h"
+#include "translate/prompt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -124,4 +125,11 @@ void hy_compat_free(struct hy_compat *c)
     free(c->item_len);
     free(c->samplings);
     memset(c, 0, sizeof *c);
+}
+
+bool hy_compat_model_has(struct hy_server *s, const struct hy_lang *l)
+{
+    if (!atomic_load(&s->ready)) /* s->prompt is written before ready is set */
+        return true;
+    return hy_lang_gen_has(hy_prompt_gen_name(s->prompt.kind.gen), l);
 }

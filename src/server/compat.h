@@ -41,6 +41,10 @@ hy_status hy_compat_result(const struct hy_compat *c, const char *const *outs,
  * (NULL when none). */
 const struct hy_lang *hy_compat_source(const struct hy_compat *c,
                                        const struct hy_lang *const *srcs, size_t i);
+/* Whether the server's model translates l: its generation's languages (lang.h), which
+ * GET /languages and GET /v2/languages list. Before the model is ready (those routes need
+ * none) every language of the table: the generation is published with ready. */
+bool hy_compat_model_has(struct hy_server *s, const struct hy_lang *l);
 /* Frees what plan allocated; accepts a zeroed struct. */
 void hy_compat_free(struct hy_compat *c);
 

@@ -1,6 +1,9 @@
-/* lang.h: the 38 languages Hunyuan-MT supports (model doc 5.5), name lookup, detection.
- * The table is const and in README order; entries are never copied, callers keep the
- * returned pointers for the life of the program. hy_lang_find resolves codes, English,
+/* lang.h: the languages the Hunyuan-MT models translate, name lookup, detection.
+ * The table is data: src/translate/languages.tsv (one row a language: code, English,
+ * Chinese and native names, script, prompt side, the model generations that translate it,
+ * aliases), checked and turned into a const C table at build time (lang_table.h). It is in
+ * the model cards' order; entries are never copied, callers keep the returned pointers
+ * for the life of the program. hy_lang_find resolves codes, English,
  * Chinese and native names and common aliases (zh-TW, fil, iw, farsi, 英文, ...).
  * hy_lang_detect guesses the source language from the text: the script decides where one
  * language uses it, character n-gram profiles (lang_ngram.h) decide among the languages
@@ -40,7 +43,7 @@ enum hy_script {
 };
 
 struct hy_lang {
-    const char *code;    /* "zh", "zh-Hant", "yue", ... as the README spells it */
+    const char *code;    /* "zh", "zh-Hant", "yue", ... as the model card spells it */
     const char *name_en; /* "Traditional Chinese": goes into the English prompt */
     const char *name_zh; /* "繁体中文": goes into the Chinese prompt */
     const char *native;  /* endonym, "繁體中文", "Deutsch", "日本語" */
@@ -48,9 +51,9 @@ struct hy_lang {
     enum hy_script script;
 };
 
-#define HY_LANG_COUNT 38
-
-/* Entry i of the table, 0 <= i < HY_LANG_COUNT, in README order (left column first). */
+/* The number of languages in the table (38 today: the Hunyuan-MT, HY-MT1.5 and Hy-MT2
+ * cards' list), and entry i of it, 0 <= i < hy_lang_count(), in the table's order. */
+size_t hy_lang_count(void);
 const struct hy_lang *hy_lang_at(size_t i);
 
 /* Case-insensitive lookup of a code, English/Chinese/native name or alias; "_" equals
@@ -63,15 +66,19 @@ const struct hy_lang *hy_lang_find(const char *name);
  * truncated to fit when cap is short). Returns the length the full list needs. */
 size_t hy_lang_list(char *buf, size_t cap);
 
-/* The languages each model generation translates: one table per generation in lang.c
- * (the generation's name as prompt.h spells it, "mt1", "mt1.5", "mt2", and its codes in
- * its README's order). Every code is a row of the main table, so a generation with a
- * larger list (Hy-MT3 announces 102 languages) is a table change: rows for the new
- * languages above, and one more generation table. hy_lang_gen_count is 0 and
- * hy_lang_gen_has false for an unknown generation; hy_lang_gen_at asserts i < count. */
+/* The languages a model generation translates (its name as prompt.h spells it: "mt1",
+ * "mt1.5", "mt2"): the rows whose gens column names it, in the table's order. A
+ * generation with a larger list (Hy-MT3 announces 102 languages) is a table change: rows
+ * for the new languages and its name in the gens column of each. hy_lang_gen_count is 0
+ * and hy_lang_gen_has false for an unknown generation or a language not of the table;
+ * hy_lang_gen_at asserts i < count. */
 size_t hy_lang_gen_count(const char *gen);
 const struct hy_lang *hy_lang_gen_at(const char *gen, size_t i);
 bool hy_lang_gen_has(const char *gen, const struct hy_lang *l);
+
+/* At most this many candidates come from hy_lang_detect_ranked (the languages that share
+ * one script). */
+#define HY_LANG_GUESS_MAX 32
 
 /* Guesses the language of len bytes of text (invalid UTF-8 tolerated) from the first
  * HY_LANG_DETECT_MAX bytes (the n-grams from the first HY_NGRAM_TEXT_MAX). The best of

@@ -221,7 +221,7 @@ static void count_text(const char *text, size_t len, struct counts *k)
 
 static const struct hy_lang *by_code(const char *code)
 {
-    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
+    for (size_t i = 0; i < hy_lang_count(); i++) {
         if (strcmp(hy_lang_at(i)->code, code) == 0)
             return hy_lang_at(i);
     }
@@ -232,7 +232,7 @@ static const struct hy_lang *by_code(const char *code)
 static const struct hy_lang *only_lang_of(enum hy_script s)
 {
     const struct hy_lang *found = NULL;
-    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
+    for (size_t i = 0; i < hy_lang_count(); i++) {
         if (hy_lang_at(i)->script == s) {
             if (found)
                 return NULL;
@@ -268,7 +268,8 @@ static const char *refine(enum hy_script s, const size_t *m)
 
 #define YUE_MIN 1      /* Cantonese-only characters that make Han text yue ... */
 #define YUE_PER_HAN 30 /* ... when at least 1 in this many Han characters is one */
-#define MAX_GUESSES HY_NGRAM_MAX_LANGS
+#define MAX_GUESSES HY_LANG_GUESS_MAX
+_Static_assert(HY_NGRAM_MAX_LANGS <= HY_LANG_GUESS_MAX, "a script's n-gram languages are guesses");
 #define SHRINK_GRAMS 6.0 /* rule 7: the posterior is mixed with the uniform in the ratio
                           * grams : SHRINK_GRAMS, so a word or two is never "sure" */
 

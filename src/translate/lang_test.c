@@ -1,7 +1,10 @@
 /* lang_test.c: the language table, name lookup and script detection. */
 #include "translate/lang.h"
 
+#include "core/utf8.h"
 #include "test.h"
+#include "translate/lang_table.h"
+#include "translate/prompt.h"
 
 #include <string.h>
 
@@ -22,26 +25,55 @@ static const char *detect_code(const char *text)
 #define DETECT(text, code)                                                                         \
     CHECKF(strcmp(detect_code(text), code) == 0, "%s -> %s, want %s", text, detect_code(text), code)
 
+/* Every name column and alias of row l finds l (so no two rows share one, whatever the
+ * case folding), and its fields are valid UTF-8 without control characters. */
+static void check_row_names(const struct hy_lang *l, const char *aliases)
+{
+    const char *cols[] = {l->code, l->name_en, l->name_zh, l->native};
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+        CHECKF(cols[c][0] && hy_lang_find(cols[c]) == l, "%s: %s", l->code, cols[c]);
+        CHECKF(hy_utf8_validate(cols[c], strlen(cols[c])) == strlen(cols[c]), "%s", l->code);
+        for (const char *p = cols[c]; *p; p++)
+            CHECKF((unsigned char)*p >= 0x20 && *p != 0x7f, "%s: control byte", l->code);
+    }
+    char one[80];
+    for (const char *p = aliases; *p;) {
+        size_t n = strcspn(p, "|");
+        CHECKF(n > 0 && n < sizeof one, "%s: alias of %zu bytes", l->code, n);
+        if (n == 0 || n >= sizeof one)
+            break;
+        memcpy(one, p, n);
+        one[n] = '\0';
+        CHECKF(hy_lang_find(one) == l, "%s: alias %s finds %s", l->code, one, find_code(one));
+        p += n + (p[n] == '|');
+    }
+}
+
 static void test_table(void)
 {
+    CHECK(hy_lang_count() == hy_lang_n_rows && hy_lang_count() >= 38);
+    for (size_t i = 0; i < hy_lang_count(); i++) {
+        const struct hy_lang *l = hy_lang_at(i);
+        CHECK(l == &hy_lang_rows[i].lang);
+        check_row_names(l, hy_lang_rows[i].aliases);
+        CHECKF(hy_lang_rows[i].gens != 0, "%s: no generation", l->code);
+    }
     // clang-format off
-    static const char *const ORDER[HY_LANG_COUNT] = {
+    /* the Hy-MT2 README's table (the same in Hunyuan-MT's and HY-MT1.5's) */
+    static const char *const ORDER[] = {
         "zh", "en", "fr", "pt", "es", "ja", "tr", "ru", "ar", "ko", "th", "it", "de",
         "vi", "ms", "id", "tl", "hi", "zh-Hant", "pl", "cs", "nl", "km", "my", "fa", "gu",
         "ur", "te", "mr", "he", "bn", "ta", "uk", "bo", "kk", "mn", "ug", "yue"};
     // clang-format on
+    size_t n = sizeof ORDER / sizeof ORDER[0];
     int zh_side = 0;
-    for (size_t i = 0; i < HY_LANG_COUNT; i++) {
-        const struct hy_lang *l = hy_lang_at(i);
-        CHECKF(strcmp(l->code, ORDER[i]) == 0, "row %zu is %s", i, l->code);
+    CHECK(hy_lang_gen_count("mt2") == n);
+    for (size_t i = 0; i < n && i < hy_lang_gen_count("mt2"); i++) {
+        const struct hy_lang *l = hy_lang_gen_at("mt2", i);
+        CHECKF(strcmp(l->code, ORDER[i]) == 0, "mt2 language %zu is %s", i, l->code);
         CHECK(l->name_en[0] && l->name_zh[0] && l->native[0]);
         CHECK(l->script != HY_SCRIPT_OTHER);
         zh_side += l->zh_side;
-        /* every column of every row finds its own row */
-        CHECK(hy_lang_find(l->code) == l);
-        CHECK(hy_lang_find(l->name_en) == l);
-        CHECK(hy_lang_find(l->name_zh) == l);
-        CHECKF(hy_lang_find(l->native) == l, "%s", l->native);
     }
     CHECK(zh_side == 3);
     CHECK(hy_lang_find("zh")->zh_side && hy_lang_find("zh-Hant")->zh_side &&
@@ -50,6 +82,8 @@ static void test_table(void)
     CHECK(strcmp(hy_lang_find("de")->native, "Deutsch") == 0);
     CHECK(strcmp(hy_lang_find("ja")->native, "日本語") == 0);
     CHECK(strcmp(hy_lang_find("yue")->native, "粵語") == 0);
+    CHECK(hy_lang_find("ja")->script == HY_SCRIPT_KANA);
+    CHECK(hy_lang_find("yue")->script == HY_SCRIPT_HAN);
 }
 
 static void test_aliases(void)
@@ -175,9 +209,9 @@ static void test_detect_ms_id(void)
 
 static void test_detect_ranked(void)
 {
-    struct hy_lang_guess g[HY_LANG_COUNT];
+    struct hy_lang_guess g[HY_LANG_GUESS_MAX];
     const char *t = "Guten Morgen, wie geht es dir heute?";
-    size_t n = hy_lang_detect_ranked(t, strlen(t), g, HY_LANG_COUNT);
+    size_t n = hy_lang_detect_ranked(t, strlen(t), g, HY_LANG_GUESS_MAX);
     CHECK(n >= 2);
     CHECK(n > 0 && strcmp(g[0].lang->code, "de") == 0);
     double sum = 0;
@@ -198,40 +232,46 @@ static void test_detect_ranked(void)
     CHECK(hy_lang_detect_ranked(t, strlen(t), NULL, 0) == 0);
     /* a script one language uses: one candidate */
     const char *ko = "안녕하세요";
-    CHECK(hy_lang_detect_ranked(ko, strlen(ko), g, HY_LANG_COUNT) == 1);
+    CHECK(hy_lang_detect_ranked(ko, strlen(ko), g, HY_LANG_GUESS_MAX) == 1);
     CHECK(g[0].confidence == 100.0);
     /* a word still has ranked candidates, with low confidences */
-    CHECK(hy_lang_detect_ranked("Hi", 2, g, HY_LANG_COUNT) >= 2 &&
+    CHECK(hy_lang_detect_ranked("Hi", 2, g, HY_LANG_GUESS_MAX) >= 2 &&
           g[0].confidence < HY_LANG_DETECT_MIN_CONFIDENCE);
     /* every byte value and a truncated tail: bounded, no crash, some answer or none */
     char bytes[256];
     for (int i = 0; i < 256; i++)
         bytes[i] = (char)(255 - i);
-    CHECK(hy_lang_detect_ranked(bytes, sizeof bytes, g, HY_LANG_COUNT) <= HY_LANG_COUNT);
+    CHECK(hy_lang_detect_ranked(bytes, sizeof bytes, g, HY_LANG_GUESS_MAX) <= HY_LANG_GUESS_MAX);
 }
 
-/* Every generation's table resolves to distinct rows of the main table (hy_lang_gen_at
- * asserts a known code), and an unknown generation has none. */
+/* Every generation's languages are distinct rows in table order; every generation the
+ * table names is one prompt.h knows (a typo in the gens column would make a generation no
+ * model has), and every prompt generation translates some; unknown ones have none. */
 static void test_gen_tables(void)
 {
-    static const char *const GENS[] = {"mt1", "mt1.5", "mt2"};
-    for (size_t g = 0; g < sizeof GENS / sizeof GENS[0]; g++) {
-        size_t n = hy_lang_gen_count(GENS[g]);
-        CHECKF(n == 38, "%s: %zu languages", GENS[g], n);
+    CHECK(hy_lang_n_gens >= 1 && hy_lang_n_gens <= 32);
+    for (size_t g = 0; g < hy_lang_n_gens; g++) {
+        const char *name = hy_lang_gen_names[g];
+        enum hy_prompt_gen pg;
+        CHECKF(hy_prompt_gen_parse(name, &pg) && !strcmp(hy_prompt_gen_name(pg), name),
+               "generation %s of languages.tsv is unknown to prompt.h", name);
+        size_t n = hy_lang_gen_count(name);
+        CHECKF(n >= 1, "%s: no languages", name);
         for (size_t i = 0; i < n; i++) {
-            const struct hy_lang *l = hy_lang_gen_at(GENS[g], i);
-            CHECK(hy_lang_gen_has(GENS[g], l));
-            for (size_t j = 0; j < i; j++)
-                CHECKF(hy_lang_gen_at(GENS[g], j) != l, "%s: %s twice", GENS[g], l->code);
+            const struct hy_lang *l = hy_lang_gen_at(name, i);
+            CHECK(hy_lang_gen_has(name, l));
+            CHECKF(i == 0 || hy_lang_gen_at(name, i - 1) < l, "%s: %s out of order", name, l->code);
         }
-        /* README order: zh first, yue last */
-        CHECK(strcmp(hy_lang_gen_at(GENS[g], 0)->code, "zh") == 0);
-        CHECK(strcmp(hy_lang_gen_at(GENS[g], n - 1)->code, "yue") == 0);
     }
-    CHECK(hy_lang_gen_count("mt3") == 0);
+    for (int g = 0; g < HY_PROMPT_GEN_COUNT; g++)
+        CHECKF(hy_lang_gen_count(hy_prompt_gen_name((enum hy_prompt_gen)g)) > 0, "%s",
+               hy_prompt_gen_name((enum hy_prompt_gen)g));
+    CHECK(hy_lang_gen_count("mt9") == 0);
     CHECK(hy_lang_gen_count(NULL) == 0);
-    CHECK(!hy_lang_gen_has("mt3", hy_lang_find("en")));
+    CHECK(!hy_lang_gen_has("mt9", hy_lang_find("en")));
     CHECK(!hy_lang_gen_has("mt2", NULL));
+    struct hy_lang copy = *hy_lang_find("en"); /* not a row of the table */
+    CHECK(hy_lang_gen_has("mt2", hy_lang_find("en")) && !hy_lang_gen_has("mt2", &copy));
 }
 
 int main(void)

@@ -5,7 +5,7 @@
 // --modules: a folder whose node_modules holds playwright-core (browser_test.sh installs it).
 // --stub starts tests/web/stub_server.mjs (serves web/index.html as it is in the tree);
 // --hymt starts `BIN serve -m MODEL` on a free port (the page embedded in the binary).
-// Checks: the 38 languages of src/translate/lang.c with their native names, filtering,
+// Checks: the languages of src/translate/languages.tsv with their native names, filtering,
 // keyboard-only focus order, a streamed translation (text grows while the request runs),
 // elapsed time and tokens/s, copy, swap, upload of a .md document with its progress bar and
 // the download of its translation, the glossary and context boxes (sent as the request's
@@ -20,6 +20,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { pageRows, readLanguages } from './languages.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (n, d) => { const i = argv.indexOf(n); return i >= 0 ? argv[i + 1] : d; };
@@ -103,15 +104,8 @@ async function startServer() {
 }
 let stopping = false;
 
-// The language table of src/translate/lang.c: [code, English, Chinese, native].
-function cLanguages() {
-  const c = fs.readFileSync(path.join(srcDir, 'src/translate/lang.c'), 'utf8');
-  const rows = [];
-  const re = /^\s*L\("([^"]+)",\s*"([^"]+)",\s*"([^"]+)",\s*"([^"]+)"/gm;
-  let m;
-  while ((m = re.exec(c))) rows.push([m[1], m[2], m[3], m[4]]);
-  return rows;
-}
+// The language table: [code, English, Chinese, native, script, ...] rows of languages.tsv.
+const cLanguages = () => readLanguages(path.join(srcDir, 'src/translate/languages.tsv'));
 
 async function main() {
   fs.mkdirSync(outDir, { recursive: true });
@@ -143,8 +137,11 @@ async function desktop(browser, base) {
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) pageErrors.push(m.text()); });
 
   const served = Buffer.from(await (await fetch(base)).arrayBuffer());
-  check('GET / serves web/index.html byte for byte', served.equals(fs.readFileSync(path.join(srcDir, 'web/index.html'))),
-    `${served.length} bytes`);
+  // the tree's page with the table's rows at /*@LANGS@*/: what the build (and the stub) serve
+  const wantPage = Buffer.from(fs.readFileSync(path.join(srcDir, 'web/index.html'), 'utf8')
+    .replace('/*@LANGS@*/', '\n' + pageRows(cLanguages())));
+  check('GET / serves web/index.html with the language rows, byte for byte', served.equals(wantPage),
+    `${served.length} bytes, want ${wantPage.length}`);
   const models = await (await fetch(base + 'v1/models')).json();
   const m0 = models.data && models.data[0] || {};
   const isDemo = m0.demo === true || (m0.demo !== false && /demo/i.test(m0.id || ''));
@@ -156,16 +153,16 @@ async function desktop(browser, base) {
   const count0 = await page.textContent('#count');
   check('limit read from the server', count0.includes(MAX_CHARS.toLocaleString('en-US')), count0);
 
-  // Languages: the 38 of lang.c, in order, with English and native names.
+  // Languages: those of languages.tsv, in order, with English and native names.
   const want = cLanguages();
   const tgtOpts = await page.$$eval('#tgt-lang option', (os) => os.map((o) => [o.value, o.textContent]));
   const srcOpts = await page.$$eval('#src-lang option', (os) => os.map((o) => o.value));
-  check('lang.c parsed', want.length === 38, `${want.length} rows`);
-  check('target list = lang.c codes', JSON.stringify(tgtOpts.map((o) => o[0])) === JSON.stringify(want.map((w) => w[0])));
-  check('source list = auto + lang.c codes', JSON.stringify(srcOpts) === JSON.stringify(['auto', ...want.map((w) => w[0])]));
+  check('languages.tsv parsed', want.length >= 38 && want.every((w) => w.length === 8), `${want.length} rows`);
+  check('target list = languages.tsv codes', JSON.stringify(tgtOpts.map((o) => o[0])) === JSON.stringify(want.map((w) => w[0])));
+  check('source list = auto + languages.tsv codes', JSON.stringify(srcOpts) === JSON.stringify(['auto', ...want.map((w) => w[0])]));
   const badNames = want.filter((w, i) => !tgtOpts[i] || !tgtOpts[i][1].includes(w[1]) || !tgtOpts[i][1].includes(w[3]));
   check('English and native names', badNames.length === 0, badNames.map((w) => w[0]).join(' '));
-  const pageTable = await page.evaluate(() => document.documentElement.innerHTML.match(/\["zh", "Chinese", "中文", "简体中文"\]/) !== null);
+  const pageTable = await page.evaluate(() => document.documentElement.innerHTML.match(/\["zh", "Chinese", "中文", "简体中文", "Hani"\]/) !== null);
   check('Chinese names in the table', pageTable);
 
   // Filtering by native name, Chinese name and code, keyboard only.

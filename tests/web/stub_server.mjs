@@ -1,10 +1,12 @@
 // stub_server.mjs: a stand-in for `hymt serve` with the same API shape, for the page-only
 // browser test (tests/web/page_test.mjs --stub). No dependencies beyond Node.js.
 //
-//   node stub_server.mjs --page web/index.html [--port 0] [--max-chars 2000] [--delay-ms 4]
+//   node stub_server.mjs --page web/index.html [--langs src/translate/languages.tsv]
+//        [--port 0] [--max-chars 2000] [--delay-ms 4]
 //
 // Prints "listening PORT" on stdout once it accepts connections. Routes:
-//   GET  /            the page (read from --page at every request)
+//   GET  /            the page (read from --page at every request) with the language table's
+//                     rows in place of /*@LANGS@*/, as the build puts them
 //   GET  /health      {"status":"ok"}
 //   GET  /v1/models   {"object":"list","data":[{"id","object":"model",...,"demo":true,"max_chars"}]}
 //   POST /api/translate  {"text","target_lang","source_lang","stream",...}; the "translation"
@@ -24,6 +26,8 @@
 //        enough for the page's detection as you type (the real one: hymt's test mode).
 import http from 'node:http';
 import fs from 'node:fs';
+import path from 'node:path';
+import { pageRows, readLanguages } from './languages.mjs';
 
 const args = process.argv.slice(2);
 function opt(name, def) {
@@ -34,10 +38,10 @@ const pagePath = opt('--page', 'web/index.html');
 const port = Number(opt('--port', '0'));
 const maxChars = Number(opt('--max-chars', '2000'));
 const delayMs = Number(opt('--delay-ms', '4'));
+const langsPath = opt('--langs', path.join(path.dirname(pagePath), '../src/translate/languages.tsv'));
 const MODEL = 'hymt-demo-tiny';
-const CODES = ['zh', 'en', 'fr', 'pt', 'es', 'ja', 'tr', 'ru', 'ar', 'ko', 'th', 'it', 'de', 'vi',
-  'ms', 'id', 'tl', 'hi', 'zh-Hant', 'pl', 'cs', 'nl', 'km', 'my', 'fa', 'gu', 'ur', 'te', 'mr',
-  'he', 'bn', 'ta', 'uk', 'bo', 'kk', 'mn', 'ug', 'yue'];
+const LANG_ROWS = readLanguages(langsPath);
+const CODES = LANG_ROWS.map((r) => r[0]);
 
 const GLOSSARIES = [
   { glossary_id: 'a1b2c3d4-0000-4000-8000-000000000001', name: 'Legal', source_lang: 'en', target_lang: 'de', entry_count: 12, creation_time: '2026-12-01T00:00:00Z', ready: true },
@@ -131,7 +135,7 @@ function detect(q) {
 const server = http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   if (req.method === 'GET' && (url.pathname === '/' || url.pathname === '/index.html')) {
-    const page = fs.readFileSync(pagePath);
+    const page = Buffer.from(fs.readFileSync(pagePath, 'utf8').replace('/*@LANGS@*/', '\n' + pageRows(LANG_ROWS)));
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': page.length });
     return res.end(page);
   }
