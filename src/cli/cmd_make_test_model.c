@@ -44,6 +44,7 @@ static const struct cli_cmd cmd = {
     "                      hy_v3 also mlp_layer_types: the config transformers >= 5.6 writes)\n"
     "  --layers N --hidden N --heads N --kv-heads N --head-dim N --ffn N --vocab N\n"
     "                      override the preset's shapes\n"
+    "  --moe-ffn N         the experts' width (hy_v3 presets; default the preset's)\n"
     "  --shard-size BYTES  split into shards of at most this many bytes, with an index\n"
     "                      (default: 7b preset 5e9, others one file)\n"
     "  --dry-run           print the tensor count, parameters and bytes; write nothing\n"
@@ -259,7 +260,7 @@ static int make(struct mk *k, const char *dir, bool rope_params)
 int cmd_make_test_model(int argc, char **argv)
 {
     const char *out = NULL, *pname = "tiny", *dtype = "bf16", *rope_form = "scaling";
-    int64_t seed = 1, shard = -1;
+    int64_t seed = 1, shard = -1, moe_ffn = -1;
     struct shape ov = {-1, -1, -1, -1, -1, -1, -1, 0, 0};
     struct mk k = {0};
     struct cli_opt opts[] = {
@@ -280,6 +281,7 @@ int cmd_make_test_model(int argc, char **argv)
         {"ffn", CLI_INT, &ov.ffn, 1, 1 << 20, false},
         {"vocab", CLI_INT, &ov.vocab, 32, 1 << 24, false},
         {"shard-size", CLI_INT, &shard, 1, 1e15, false},
+        {"moe-ffn", CLI_INT, &moe_ffn, 1, 1 << 20, false},
     };
     const char *pos[1];
     int n_pos;
@@ -293,6 +295,8 @@ int cmd_make_test_model(int argc, char **argv)
     if (!hyv3 && preset(&k.s, pname))
         return cli_fail(&cmd, "--preset: unknown preset '%s' (tiny, 1.8b, 7b, tiny-hyv3, "
                         "30b-a3b)", pname);
+    if (!hyv3 && moe_ffn > 0)
+        return cli_fail(&cmd, "--moe-ffn applies to the hy_v3 presets (tiny-hyv3, 30b-a3b)");
     if (hyv3) /* the shape flags below override its shapes as they do the dense ones' */
         k.s = (struct shape){hs.layers, hs.hidden, hs.heads, hs.kv, hs.hd, hs.ffn, hs.vocab, 0,
                              hs.shard};
@@ -329,6 +333,8 @@ int cmd_make_test_model(int argc, char **argv)
             return cli_fail(&cmd, "%s needs --layers 2 or more (layer 0 is dense)", pname);
         hs.layers = k.s.layers, hs.hidden = k.s.hidden, hs.heads = k.s.heads, hs.kv = k.s.kv;
         hs.hd = k.s.hd, hs.ffn = k.s.ffn, hs.vocab = k.s.vocab, hs.shard = k.s.shard;
+        if (moe_ffn > 0)
+            hs.moe_ffn = moe_ffn;
         return hy_hyv3_make(&hs, out, k.seed, k.dtype, !strcmp(rope_form, "parameters"),
                             k.fp8, k.dry_run);
     }
