@@ -1,15 +1,14 @@
 /* moe_mmvq.cu: the grouped GEMV of the experts outside the batch-invariant mode: quantized
  * ones from int8 activations (mmvq_dot.cuh's arithmetic, shared with the dense qmmvq.cu),
- * bf16 ones from float32 x; GGUF's Q4_K and Q6_K from float32 x too, a piece being one of
- * qk_unit.cuh's units (the arithmetic of the dense qmatmul_k.cu), whose sums do not depend on
- * the other places, so the batch-invariant mode uses this kernel for them as well (moe.h has
- * the contract).
+ * bf16 ones from float32 x; GGUF's Q4_K and Q6_K from float32 x too, in both modes (their
+ * only grouped path), a piece being one of qk_unit.cuh's units (the arithmetic of the
+ * dense qmatmul_k.cu; moe.h has the contract).
  *
  * Grid (slot, row tile): slot s < act[0] takes expert act[1 + s]; a block is GM_WARPS
  * warps, each owning R consecutive rows of that expert's matrix (gate and up together for
  * gate_up). A warp's lanes take the rows' 16-byte pieces in turn (piece k = lane, lane +
- * 32, ...), so each weight byte is read once, with R (2R for gate_up) independent 16-byte
- * loads in flight a lane, and multiplied with up to NT of the expert's places at once (all
+ * 32, ...; a K-quant unit for those), so each weight byte is read once, with R (2R for
+ * gate_up) independent 16-byte loads in flight a lane (Q6_K: 3R), and multiplied with up to NT of the expert's places at once (all
  * of them at a decode step: an expert has at most T places); more places go round again in
  * groups of NT. A (row, place) sum is the lane's pieces in order, then the warp's xor
  * shuffles 16, 8, 4, 2, 1: the same bits whichever other places the expert has. */
@@ -23,10 +22,11 @@
 #define GM_R 4
 
 /* How a kernel of type QT reads its inputs: the int8 activations of qmmvq.h for the quant
- * types (mmvq_dot.cuh's arithmetic), float32 x for bf16 weights (8 of them a piece). */
+ * types (mmvq_dot.cuh's arithmetic), float32 x for bf16 weights (8 of them a piece) and
+ * the K-quants. */
 struct gm_in {
-    mv_x q;          /* quantized x (quant types) */
-    const float *xf; /* float32 x (bf16) */
+    mv_x q;          /* quantized x (Q8_0, Q4_0, Q4_G128) */
+    const float *xf; /* float32 x (bf16, Q4_K, Q6_K) */
     int cols;
 };
 
