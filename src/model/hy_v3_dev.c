@@ -102,7 +102,8 @@ static hy_status up_experts(struct hy_model *m, struct hy_weight *ws, int E, str
     enum hy_dtype dt = m->weights_quantized ? quant_for(m->quant, ws[0].cols) : HY_DTYPE_BF16;
     if (!op->moe_takes(dt))
         return hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 on the %s backend: experts in %s are "
-                          "not supported (bf16, q8 and q4 are)", op->name, hy_dtype_name(dt));
+                          "not supported (bf16, q8, q4, q4_k and q6_k are)", op->name,
+                          hy_dtype_name(dt));
     if (!m->weights_quantized) { /* block types (GGUF files) are kept as they are */
         for (int e = 1; e < E; e++) /* one stack, one dtype (fp8 checkpoints may mix) */
             if (ws[e].dtype != ws[0].dtype)
@@ -114,8 +115,8 @@ static hy_status up_experts(struct hy_model *m, struct hy_weight *ws, int E, str
             s = keep(m, ws[0].data, err);
         if (!s && !op->moe_takes(ws[0].dtype))
             s = hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 on the %s backend: experts in %s are "
-                           "not supported (bf16, q8_0, q4_0 and --quant q8/q4 are)", op->name,
-                           hy_dtype_name(ws[0].dtype));
+                           "not supported (bf16, q8_0, q4_0, q4_k, q6_k and --quant q8/q4 "
+                           "are)", op->name, hy_dtype_name(ws[0].dtype));
         return s;
     }
     if (ws[0].cols % hy_dtype_block_elems(dt))
@@ -192,6 +193,10 @@ static hy_status up_layer(struct hy_model *m, struct hy_layer_weights *l, struct
         s = up_stack(m, mw->gate, sh[0], E, stack_sh, err);
     if (!s)
         s = up_stack(m, mw->up, sh[1], E, stack_sh, err);
+    if (!s && mw->gate[0].dtype != mw->up[0].dtype) /* moe_gate_up reads both as one type */
+        s = hy_err_set(err, HY_E_UNSUPPORTED, "hy_v3 on the %s backend: gate experts in %s and "
+                       "up experts in %s (one type for both is supported)", m->be->i->name,
+                       hy_dtype_name(mw->gate[0].dtype), hy_dtype_name(mw->up[0].dtype));
     if (!s)
         s = up_stack(m, mw->down, sh[2], E, stack_sh, err);
     mw->sh_stacked = !s && stack_sh;

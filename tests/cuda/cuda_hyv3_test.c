@@ -16,7 +16,10 @@
  * greedy steps give the CPU's ids (but at near-ties, ct_check_greedy) and logits within
  * 1e-3 of max |logit| at every step, in bf16 and with --quant q8 and q4 on both sides
  * (the remaining differences are float32 roundings and the split x's 2^-17, near 1e-5; one
- * routing flip moves logits by 0.1-1). Then recorded decode steps (CUDA graphs, three
+ * routing flip moves logits by 0.1-1). The same with --quant q4_k and q6_k (every expert in
+ * GGUF's K-quants: moe_mmvq.cu's float32 GEMV, the shared expert stacked with them) on a
+ * 256-wide checkpoint `hymt make-test-model` writes into the build folder (3 layers, hidden
+ * and expert width 256: K-quants need multiples of 256). Then recorded decode steps (CUDA graphs, three
  * sequences padded to four, default numerics) against the same steps run eagerly: top-1
  * equal, candidates within 1e-2 of max |logit|: the routing a graph replays is read from
  * device memory, so a replay that reused the recording's routing would fail this.
@@ -38,15 +41,15 @@
 
 static const int32_t prompt[NP] = {497, 3, 77, 250, 12, 319, 8, 8, 130};
 
-static void check_parity(struct hy_backend *cpu, struct hy_backend *gpu, enum hy_dtype quant,
-                         double limit)
+/* The checkpoint at dir (called name) with --quant `quant` (F32: as stored) on both. */
+static void check_parity(struct hy_backend *cpu, struct hy_backend *gpu, const char *dir,
+                         const char *name, enum hy_dtype quant, double limit)
 {
-    char dir[4096], what[128];
+    char what[128];
     int32_t p[NP_LONG];
     struct hy_err err = {{0}};
     struct hy_model *mc = NULL, *mg = NULL;
     const struct hy_model_opts o = {.quant = quant};
-    test_path(dir, sizeof dir, "HYMT_SRC", DIR);
     CHECKF(hy_model_load_opts(&mc, dir, cpu, &o, &err) == HY_OK, "cpu: %s", err.msg);
     CHECKF(hy_model_load_opts(&mg, dir, gpu, &o, &err) == HY_OK, "cuda: %s", err.msg);
     if (mc && mg) {
@@ -54,7 +57,7 @@ static void check_parity(struct hy_backend *cpu, struct hy_backend *gpu, enum hy
         for (int i = 0; i < NP_LONG; i++)
             p[i] = i < NP ? prompt[i] : (prompt[i % NP] + 7 * i) % 512;
         for (int np = NP; np <= NP_LONG; np += NP_LONG - NP) {
-            snprintf(what, sizeof what, "tiny-hyv3 %s, %d-token prompt",
+            snprintf(what, sizeof what, "%s %s, %d-token prompt", name,
                      quant ? hy_dtype_name(quant) : "bf16", np);
             ct_check_greedy(what, mc, mg, p, np, STEPS, limit);
         }
@@ -153,10 +156,21 @@ int main(void)
                gpu->i->set_batch_invariant(gpu, true, &err) == HY_OK,
            "%s", err.msg);
     CHECKF(hy_cuda_backend_create(&plain, 0, &err) == HY_OK, "%s", err.msg);
+    char dir[4096];
+    test_path(dir, sizeof dir, "HYMT_SRC", DIR);
     if (cpu && gpu) {
-        check_parity(cpu, gpu, HY_DTYPE_F32, 1e-3);
-        check_parity(cpu, gpu, HY_DTYPE_Q8_0, 1e-3);
-        check_parity(cpu, gpu, HY_DTYPE_Q4_G128, 1e-3);
+        check_parity(cpu, gpu, dir, "tiny-hyv3", HY_DTYPE_F32, 1e-3);
+        check_parity(cpu, gpu, dir, "tiny-hyv3", HY_DTYPE_Q8_0, 1e-3);
+        check_parity(cpu, gpu, dir, "tiny-hyv3", HY_DTYPE_Q4_G128, 1e-3);
+    }
+    /* K-quant experts (GGUF's Q4_K, Q6_K) need in-features that are multiples of 256 */
+    if (cpu && gpu && ct_make_model(dir, sizeof dir, "cuda-hyv3-256",
+                                    "--preset tiny-hyv3 --hidden 256 --ffn 512 --expert-ffn 256 "
+                                    "--heads 2 --kv-heads 1 --head-dim 128 --vocab 1024 "
+                                    "--layers 3 --seed 7")) {
+        check_parity(cpu, gpu, dir, "256-wide hy_v3", HY_DTYPE_Q4_K, 1e-3);
+        check_parity(cpu, gpu, dir, "256-wide hy_v3", HY_DTYPE_Q6_K, 1e-3);
+        test_rmtree(dir);
     }
     if (plain)
         check_recorded(plain);

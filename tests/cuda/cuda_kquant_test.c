@@ -149,22 +149,6 @@ static void chunk_case(int qi, int64_t rows, int64_t cols, int T, size_t xbf_cap
 #define NP 9
 static const int32_t prompt[NP] = {305, 3, 77, 250, 12, 319, 8, 8, 130};
 
-/* Writes the 256-wide checkpoint into dir (the build folder) with `hymt make-test-model`. */
-static bool make_model(char *dir, size_t cap)
-{
-    char bin[4096], cmd[10000];
-    test_path(dir, cap, "HYMT_BIN", "cuda-kquant-256");
-    test_path(bin, sizeof bin, "HYMT_BIN", "hymt");
-    snprintf(cmd, sizeof cmd,
-             "'%s' make-test-model --out '%s' --hidden 256 --ffn 512 --heads 2 --kv-heads 1 "
-             "--head-dim 128 --vocab 1024 --layers 2 --seed 7 > /dev/null",
-             bin, dir);
-    int rc = system(cmd);
-    CHECKF(rc == 0, "%s: exit status %d (is hymt built?)", cmd, rc);
-    return rc == 0;
-}
-
-
 /* The checkpoint at dir with --quant `quant` on the GPU and on the CPU reference backend. */
 static void model_case(struct hy_backend *cpu, struct hy_backend *gpu, const char *dir,
                        enum hy_dtype quant)
@@ -220,7 +204,9 @@ int main(void)
                 worst[qi][0], worst[qi][1]);
     }
     char dir[4096];
-    if (make_model(dir, sizeof dir)) {
+    if (ct_make_model(dir, sizeof dir, "cuda-kquant-256",
+                      "--hidden 256 --ffn 512 --heads 2 --kv-heads 1 --head-dim 128 "
+                      "--vocab 1024 --layers 2 --seed 7")) {
         model_case(cpu, gpu, dir, HY_DTYPE_Q4_K);
         model_case(cpu, gpu, dir, HY_DTYPE_Q6_K);
         test_rmtree(dir);

@@ -1,8 +1,9 @@
 /* cuda_model_util.h: the "model on the GPU against the CPU backend" comparison shared by
  * the CUDA model-level tests (include after test.h): a greedy run through hy_ctx, the
  * difference of two logit rows, greedy ids plus max |dlogit| / max |logit| checked
- * against a limit, and the two backends and a checkpoint loaded on each. Header-only, static functions: each test is one executable. Buffers a
- * helper takes are the caller's; a helper frees what it allocates. */
+ * against a limit, the two backends and a checkpoint loaded on each, and a checkpoint
+ * written by `hymt make-test-model`. Header-only, static functions: each test is one
+ * executable. Buffers a helper takes are the caller's; a helper frees what it allocates. */
 #ifndef HY_TESTS_CUDA_MODEL_UTIL_H
 #define HY_TESTS_CUDA_MODEL_UTIL_H
 
@@ -145,6 +146,19 @@ static inline bool ct_load_pair(struct hy_backend *cpu, struct hy_backend *gpu, 
     CHECKF(hy_model_load_opts(mg, dir, gpu, &o, &err) == HY_OK, "cuda %s: %s",
            hy_dtype_name(quant), err.msg);
     return *mc && *mg;
+}
+
+/* Writes a checkpoint with `hymt make-test-model --out DIR args` into dir (HYMT_BIN/name,
+ * the build folder); false (a failed check) when hymt fails. */
+static inline bool ct_make_model(char *dir, size_t cap, const char *name, const char *args)
+{
+    char bin[4096], cmd[10000];
+    test_path(dir, cap, "HYMT_BIN", name);
+    test_path(bin, sizeof bin, "HYMT_BIN", "hymt");
+    snprintf(cmd, sizeof cmd, "'%s' make-test-model --out '%s' %s > /dev/null", bin, dir, args);
+    int rc = system(cmd);
+    CHECKF(rc == 0, "%s: exit status %d (is hymt built?)", cmd, rc);
+    return rc == 0;
 }
 
 #endif

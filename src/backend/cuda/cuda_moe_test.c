@@ -31,6 +31,17 @@
  *     8·U·|silu(g)·u| (silu' <= 1.1; expf, the add, the division and the product: about 5
  *     ulps of the result). Shapes with W rows and places not multiples of the 64 x 64
  *     tile, groups of 1 to 300 places (an expert made every token's first choice).
+ *     GGUF's Q4_K and Q6_K experts go through moe_mmvq.cu's float32 GEMV for every group
+ *     in both modes (qk_unit.cuh's units): the GEMV's bound with S' = Σ|x_c|·(|d sc q| +
+ *     |dmin m|) for Q4_K (qmatmul.h: the kernel sums ds·Σ(q·x) and dm·Σx apart, so its
+ *     roundings scale with both parts) and S' = S for Q6_K (d sc (q - 32) exact). A part
+ *     passes through at most 6 roundings in its unit before the row sum (a word's product
+ *     chain, or Σx of 16 and the min's fma), then 10 (Q4_K) or 16 (Q6_K) fmas a unit of
+ *     its lane (ceil(cols/1024) or ceil(cols/2048) units), 5 shuffles, and 1 more for
+ *     the host's float32 d sc q - dmin m: within cols + 32 for every cols >= 256. Shapes
+ *     of 1-, 8-, 64- and 256-sequence steps, cols multiples of 256. In the modes whose
+ *     sums do not depend on the batch (batch-invariant; K-quants in both), token 0 run
+ *     again alone must get the same bits at its places.
  *     Outputs are poisoned with NaN first.
  *   combine: the CPU's order and roundings (places ascending, product then add): the
  *     same bits.
@@ -51,7 +62,7 @@
 
 static int n_cases, n_near;
 static double worst_route_w, worst_gu, worst_dn, worst_mm_gu, worst_mm_dn, worst_q_gu;
-static double worst_q_dn;
+static double worst_q_dn, worst_k;
 static long n_sh_places;
 static long n_mm_places;
 
@@ -116,6 +127,21 @@ static float sigm(float z)
     return 1.0f / (1.0f + expf(-z));
 }
 
+/* Routes T tokens by host logits (and bias, or NULL) on the device into r. */
+static void route_logits(struct hy_backend *be, struct hy_moe_route *r, const float *logits,
+                         const float *bias, int T, int E, int k, float scale)
+{
+    float *dl = dalloc(be, (size_t)(T * E) * 4), *db = NULL;
+    be->i->upload(be, dl, logits, (size_t)(T * E) * 4);
+    if (bias) {
+        db = dalloc(be, (size_t)E * 4);
+        be->i->upload(be, db, bias, (size_t)E * 4);
+    }
+    be->i->moe_route(be, r, dl, db, T, E, k, scale);
+    be->i->free(be, dl);
+    be->i->free(be, db);
+}
+
 /* Random logits on a grid of 1/8 in [-5, 5] (never 0: the grid is offset by 1/16), with
  * ties planted; bias (when not NULL) on a grid of 1/32. Routes on the device into r. */
 static void make_routing(struct hy_backend *be, struct rng *rg, struct hy_moe_route *r,
@@ -134,15 +160,7 @@ static void make_routing(struct hy_backend *be, struct rng *rg, struct hy_moe_ro
     }
     for (int t = 0; hot && t < T; t++) /* expert E - 1 every token's first choice */
         logits[t * E + E - 1] = 8.0f;
-    float *dl = dalloc(be, (size_t)(T * E) * 4), *db = NULL;
-    be->i->upload(be, dl, logits, (size_t)(T * E) * 4);
-    if (bias) {
-        db = dalloc(be, (size_t)E * 4);
-        be->i->upload(be, db, bias, (size_t)E * 4);
-    }
-    be->i->moe_route(be, r, dl, db, T, E, k, scale);
-    be->i->free(be, dl);
-    be->i->free(be, db);
+    route_logits(be, r, logits, bias, T, E, k, scale);
 }
 
 static void route_case(struct hy_backend *be, struct rng *rg, int T, int E, int k, bool with_bias)
@@ -229,41 +247,51 @@ static void make_fp8b_experts(struct rng *rg, int E, int64_t rows, int64_t cols,
     *host = src;
 }
 
-/* E random experts [rows, cols] of dtype dt (host block layout) and their values as the
- * device holds them (bf16-rounded, or dequantized). */
+/* E random experts [rows, cols] of dtype dt (host block layout), their values as the
+ * device holds them (bf16-rounded, or dequantized) and the |w| the bounds take
+ * (ct_abs_parts: |w|, or Q4_K's |d sc q| + |dmin m|). */
 static void make_experts(struct rng *rg, enum hy_dtype dt, int E, int64_t rows, int64_t cols,
-                         struct hy_weight *ws, float **vals, void **host)
+                         struct hy_weight *ws, float **vals, float **absv, void **host)
 {
     if (dt == HY_DTYPE_F8_B128) {
-        *vals = malloc((size_t)E * (size_t)(rows * cols) * 4);
-        HY_ASSERT(*vals);
+        const size_t n = (size_t)E * (size_t)(rows * cols);
+        *vals = malloc(n * 4);
+        *absv = malloc(n * 4);
+        HY_ASSERT(*vals && *absv);
         make_fp8b_experts(rg, E, rows, cols, ws, *vals, host);
+        for (size_t i = 0; i < n; i++)
+            (*absv)[i] = fabsf((*vals)[i]);
         return;
     }
-    const enum hy_dtype st = dt == HY_DTYPE_BF16 ? HY_DTYPE_BF16 : dt;
-    const size_t rb = hy_dtype_row_bytes(st, cols);
+    const size_t rb = hy_dtype_row_bytes(dt, cols);
     unsigned char *all = malloc((size_t)E * rb * (size_t)rows);
     float *v = malloc((size_t)E * (size_t)(rows * cols) * 4);
-    HY_ASSERT(all && v);
+    float *a = malloc((size_t)E * (size_t)(rows * cols) * 4);
+    HY_ASSERT(all && v && a);
     for (int e = 0; e < E; e++) {
-        void *w = ct_make_qweight(rg, st, rows, cols, 32);
+        void *w = ct_make_qweight(rg, dt, rows, cols, 32);
         memcpy(all + (size_t)e * rb * (size_t)rows, w, rb * (size_t)rows);
         free(w);
-        ws[e] = (struct hy_weight){st, rows, cols, all + (size_t)e * rb * (size_t)rows};
-        hy_dtype_to_f32(v + (size_t)e * (size_t)(rows * cols), ws[e].data, st,
+        ws[e] = (struct hy_weight){dt, rows, cols, all + (size_t)e * rb * (size_t)rows};
+        hy_dtype_to_f32(v + (size_t)e * (size_t)(rows * cols), ws[e].data, dt,
                         (size_t)(rows * cols));
+        for (int64_t r = 0; r < rows; r++)
+            ct_abs_parts(a + (size_t)e * (size_t)(rows * cols) + (size_t)(r * cols),
+                         (const unsigned char *)ws[e].data + (size_t)r * rb, dt, cols);
     }
     *vals = v;
+    *absv = a;
     *host = all;
 }
 
-/* dot of x and w over n in double, and S' = sum |x w|. */
-static double ddot(const float *x, const float *w, int64_t n, double *sabs)
+/* dot of x and w over n in double, and S' = sum |x|·wa (wa: w's |w| parts; = sum |x w|
+ * where wa = |w|: a float product is exact in double). */
+static double ddot(const float *x, const float *w, const float *wa, int64_t n, double *sabs)
 {
     double s = 0, a = 0;
     for (int64_t c = 0; c < n; c++) {
         s += (double)x[c] * w[c];
-        a += fabs((double)x[c] * w[c]);
+        a += fabs((double)x[c]) * wa[c];
     }
     *sabs = a;
     return s;
@@ -325,10 +353,11 @@ static void pcheck_add(struct pcheck *pc, double got, double want, double lim, d
 /* gate_up's silu(g)·u against the double sums over x row xr (bounds Bg, Bu by pa; the
  * float32 GEMV's for the loose count). */
 static void check_gu(struct pcheck *pc, const float *xr, const float *gw, const float *uw,
-                     int64_t d, double got, enum path pa, bool quant, int64_t B, int qmax)
+                     const float *ga, const float *ua, int64_t d, double got, enum path pa,
+                     bool quant, int64_t B, int qmax)
 {
     double sg, su;
-    const double gg = ddot(xr, gw, d, &sg), uu = ddot(xr, uw, d, &su);
+    const double gg = ddot(xr, gw, ga, d, &sg), uu = ddot(xr, uw, ua, d, &su);
     const double silu = gg / (1.0 + exp(-gg)), want = silu * uu;
     double lim[2];
     for (int i = 0; i < 2; i++) {
@@ -347,6 +376,7 @@ struct xw {
     int qmax;
     bool quant;
     const float *gv, *uv, *dv;
+    const float *ga, *ua, *da; /* their |w| parts (make_experts) */
 };
 
 /* Checks place p (input row xr, expert e) of act and y, by paths pg (gate_up), pd (down). */
@@ -355,17 +385,57 @@ static void check_place(const struct xw *w, struct pcheck *gu, struct pcheck *dn
                         const float *y)
 {
     const int64_t F = w->F, d = w->d;
-    for (int64_t o = 0; o < F; o++)
-        check_gu(&gu[pg], xr, w->gv + ((int64_t)e * F + o) * d, w->uv + ((int64_t)e * F + o) * d,
-                 d, act[(int64_t)p * F + o], pg, w->quant, w->B, w->qmax);
+    for (int64_t o = 0; o < F; o++) {
+        const int64_t at = ((int64_t)e * F + o) * d;
+        check_gu(&gu[pg], xr, w->gv + at, w->uv + at, w->ga + at, w->ua + at, d,
+                 act[(int64_t)p * F + o], pg, w->quant, w->B, w->qmax);
+    }
     for (int64_t o = 0; o < d; o++) {
         double sa;
-        const float *ar = act + (int64_t)p * F, *wr = w->dv + ((int64_t)e * d + o) * F;
-        const double want = ddot(ar, wr, F, &sa);
+        const int64_t at = ((int64_t)e * d + o) * F;
+        const float *ar = act + (int64_t)p * F, *wr = w->dv + at;
+        const double want = ddot(ar, wr, w->da + at, F, &sa);
         pcheck_add(&dnc[pd], y[(int64_t)p * d + o], want,
                    dot_bound(pd, w->quant, F, sa, ar, wr, w->B, w->qmax),
                    dot_bound(GEMV, w->quant, F, sa, ar, wr, w->B, w->qmax));
     }
+}
+
+/* Token 0 of an experts case again alone (T = 1: its logits and x, the mode as set): its k
+ * places' act and y must be the bits it got batched at places sel[0 .. k-1] (a place's sums
+ * do not depend on the other places). */
+static void alone_check(struct hy_backend *be, const struct hy_weight *g,
+                        const struct hy_weight *u, const struct hy_weight *dn, int E, int k,
+                        const float *logits, const float *x, const float *act, const float *y,
+                        const int32_t *sel, const char *what)
+{
+    const int64_t F = g->rows, d = g->cols;
+    struct hy_moe_route r;
+    route_alloc(be, &r, 1, E, k);
+    r.xq = dalloc(be, hy_moe_xq_bytes(1, k, d, F));
+    r.shared = false;
+    route_logits(be, &r, logits, NULL, 1, E, k, 1.0f);
+    float *dx = dalloc(be, (size_t)d * 4), *dact = dalloc(be, (size_t)(k * F) * 4);
+    float *dy = dalloc(be, (size_t)(k * d) * 4);
+    float *a1 = malloc((size_t)(k * F) * 4), *y1 = malloc((size_t)(k * d) * 4);
+    int32_t sel1[HY_CUDA_MOE_MAX_K];
+    HY_ASSERT(a1 && y1 && k <= HY_CUDA_MOE_MAX_K);
+    be->i->upload(be, dx, x, (size_t)d * 4);
+    be->i->moe_gate_up(be, dact, dx, g, u, E, &r, 1, k);
+    be->i->moe_down(be, dy, dact, dn, E, &r, 1, k);
+    be->i->download(be, a1, dact, (size_t)(k * F) * 4);
+    be->i->download(be, y1, dy, (size_t)(k * d) * 4);
+    be->i->download(be, sel1, r.sel, (size_t)k * 4);
+    int bad = 0;
+    for (int j = 0; j < k; j++) /* choice j: place sel[j] batched, sel1[j] alone */
+        bad += memcmp(act + (int64_t)sel[j] * F, a1 + (int64_t)sel1[j] * F, (size_t)F * 4) ||
+               memcmp(y + (int64_t)sel[j] * d, y1 + (int64_t)sel1[j] * d, (size_t)d * 4);
+    CHECKF(bad == 0, "%s: token 0 alone: %d of its %d places differ from its batched bits",
+           what, bad, k);
+    be->i->free(be, r.xq);
+    route_free(be, &r);
+    be->i->free(be, dx), be->i->free(be, dact), be->i->free(be, dy);
+    free(a1), free(y1);
 }
 
 /* The grouped gate_up and down of T tokens routed to k of E experts (sh: the shared
@@ -375,12 +445,12 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
 {
     const int Ew = E + sh, P = T * k, P2 = P + (sh ? T : 0);
     struct hy_weight *g = malloc((size_t)Ew * 3 * sizeof *g), *u = g + Ew, *dn = g + 2 * Ew;
-    float *gv, *uv, *dv;
+    float *gv, *uv, *dv, *ga, *ua, *da;
     void *gh, *uh, *dh;
     HY_ASSERT(g);
-    make_experts(rg, dt, Ew, F, d, g, &gv, &gh);
-    make_experts(rg, dt, Ew, F, d, u, &uv, &uh);
-    make_experts(rg, dt, Ew, d, F, dn, &dv, &dh);
+    make_experts(rg, dt, Ew, F, d, g, &gv, &ga, &gh);
+    make_experts(rg, dt, Ew, F, d, u, &uv, &ua, &uh);
+    make_experts(rg, dt, Ew, d, F, dn, &dv, &da, &dh);
     struct hy_err err = {{0}};
     CHECKF(be->i->weight_upload_n(be, g, Ew, &err) == HY_OK &&
                be->i->weight_upload_n(be, u, Ew, &err) == HY_OK &&
@@ -411,14 +481,19 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
     be->i->moe_down(be, dy, dact, &dn[0], E, &r, T, k);
     be->i->download(be, act, dact, (size_t)P2 * (size_t)F * 4);
     be->i->download(be, y, dy, (size_t)P2 * (size_t)d * 4);
-    CHECKF(be->i->set_batch_invariant(be, false, &err) == HY_OK, "%s", err.msg);
     struct hroute h;
     route_get(be, &h, &r, T, E, k);
-    const bool quant = dt != HY_DTYPE_BF16, big = !inv && T > HY_CUDA_MOE_GEMV_MAX;
-    /* the groups the GEMV takes (block-scaled fp8: float32 x always) */
-    const enum path small = quant && !inv && dt != HY_DTYPE_F8_B128 ? MMVQ : GEMV;
+    /* K-quants: the float32 GEMV for every group, in both modes */
+    const bool kq = dt == HY_DTYPE_Q4_K || dt == HY_DTYPE_Q6_K;
+    if (T > 1 && (kq || inv)) /* the modes whose places do not depend on the batch */
+        alone_check(be, &g[0], &u[0], &dn[0], E, k, logits, x, act, y, h.sel,
+                    hy_dtype_name(dt));
+    CHECKF(be->i->set_batch_invariant(be, false, &err) == HY_OK, "%s", err.msg);
+    const bool quant = dt != HY_DTYPE_BF16, big = !inv && T > HY_CUDA_MOE_GEMV_MAX && !kq;
+    /* the groups the GEMV takes (block-scaled fp8 and K-quants: float32 x always) */
+    const enum path small = quant && !inv && !kq && dt != HY_DTYPE_F8_B128 ? MMVQ : GEMV;
     const struct xw w = {F, d, hy_dtype_block_elems(dt), dt == HY_DTYPE_Q8_0 ? 127 : 8, quant,
-                         gv, uv, dv};
+                         gv, uv, dv, ga, ua, da};
     struct pcheck gu[3] = {{0}}, dnc[3] = {{0}}; /* by enum path */
     int largest = 0;
     for (int e = 0; e < E; e++) {
@@ -458,13 +533,16 @@ static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt
     CHECKF(gu[GEMV].loose + dnc[GEMV].loose == 0, "experts %s T=%d: %ld GEMV values past the "
            "float32 bound", hy_dtype_name(dt), T, gu[GEMV].loose + dnc[GEMV].loose);
     CHECKF(!hot || largest == T, "hot expert: %d places of %d", largest, T);
+    if (kq)
+        worst_k = fmax(worst_k, fmax(gu[GEMV].worst, dnc[GEMV].worst));
     route_hfree(&h);
     be->i->free(be, r.xq);
     route_free(be, &r);
     be->i->free(be, dx), be->i->free(be, dact), be->i->free(be, dy);
     be->i->free(be, (void *)g[0].data), be->i->free(be, (void *)u[0].data);
     be->i->free(be, (void *)dn[0].data);
-    free(gv), free(uv), free(dv), free(gh), free(uh), free(dh), free(g);
+    free(gv), free(uv), free(dv), free(ga), free(ua), free(da), free(gh), free(uh), free(dh);
+    free(g);
     free(logits), free(x), free(act), free(y);
     n_cases++;
 }
@@ -477,13 +555,14 @@ static void held_case(struct hy_backend *be, struct rng *rg)
     const int T = 3, E = 8, k = 2, P = T * k;
     const int64_t F = 64, d = 256;
     struct hy_weight g[2 * 8], *u = g + E;
-    float *gv, *uv, *logits = malloc((size_t)(T * E) * 4), *x = malloc((size_t)(T * d) * 4);
-    float *nw = malloc((size_t)d * 4), *h = malloc((size_t)(T * d) * 4);
+    float *gv, *uv, *ga, *ua, *logits = malloc((size_t)(T * E) * 4);
+    float *x = malloc((size_t)(T * d) * 4), *nw = malloc((size_t)d * 4);
+    float *h = malloc((size_t)(T * d) * 4);
     float *a1 = malloc((size_t)P * (size_t)F * 4), *a2 = malloc((size_t)P * (size_t)F * 4);
     void *gh, *uh;
     HY_ASSERT(logits && x && nw && h && a1 && a2);
-    make_experts(rg, HY_DTYPE_Q4_0, E, F, d, g, &gv, &gh);
-    make_experts(rg, HY_DTYPE_Q4_0, E, F, d, u, &uv, &uh);
+    make_experts(rg, HY_DTYPE_Q4_0, E, F, d, g, &gv, &ga, &gh);
+    make_experts(rg, HY_DTYPE_Q4_0, E, F, d, u, &uv, &ua, &uh);
     struct hy_err err = {{0}};
     struct hy_weight wn = {HY_DTYPE_F32, 1, d, nw};
     for (int64_t i = 0; i < d; i++)
@@ -518,9 +597,27 @@ static void held_case(struct hy_backend *be, struct rng *rg)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         be->i->free(be, bufs[i]);
     route_free(be, &r);
-    free(gv), free(uv), free(gh), free(uh), free(logits), free(x), free(nw), free(h);
-    free(a1), free(a2);
+    free(gv), free(uv), free(ga), free(ua), free(gh), free(uh), free(logits), free(x), free(nw);
+    free(h), free(a1), free(a2);
     n_cases++;
+}
+
+/* GGUF's Q4_K and Q6_K experts (cols multiples of 256) at the steps of 1, 8, 64 and 256
+ * sequences, the larger with an expert every token's choice (groups of 64 and 256 places:
+ * the GEMV for all of them, NT = 4 rounds), in the default and the batch-invariant mode. */
+static void kquant_cases(struct hy_backend *be, struct rng *rg)
+{
+    static const enum hy_dtype kdt[] = {HY_DTYPE_Q4_K, HY_DTYPE_Q6_K};
+    static const int kc[][7] = {/* T, E, k, F, d, hot, shared */
+                                {1, 16, 8, 256, 512, 0, 1},
+                                {8, 16, 4, 512, 256, 0, 1},
+                                {64, 32, 8, 256, 256, 1, 0},
+                                {256, 16, 4, 256, 512, 1, 0}};
+    for (size_t ti = 0; ti < sizeof kdt / sizeof kdt[0]; ti++)
+        for (size_t i = 0; i < sizeof kc / sizeof kc[0]; i++)
+            for (int inv = 0; inv < 2; inv++)
+                experts_case(be, rg, kdt[ti], kc[i][0], kc[i][1], kc[i][2], kc[i][3], kc[i][4],
+                             kc[i][5], inv, kc[i][6]);
 }
 
 static void combine_case(struct hy_backend *be, struct rng *rg, int T, int E, int k, int64_t d)
@@ -607,15 +704,17 @@ int main(void)
     experts_case(be, &rg, HY_DTYPE_Q4_G128, 1, 16, 8, 768, 2048, false, false, true);
     experts_case(be, &rg, HY_DTYPE_F8_B128, 1, 16, 8, 768, 2048, false, false, true);
     experts_case(be, &rg, HY_DTYPE_F8_B128, 70, 8, 2, 192, 208, true, true, false);
+    kquant_cases(be, &rg);
     held_case(be, &rg);
     combine_case(be, &rg, 1, 8, 2, 64);
     combine_case(be, &rg, 37, 128, 8, 2048);
     be->i->destroy(be);
     fprintf(stderr, "%d cases; route weights worst %.3g relative, %d near-tie swaps; experts "
             "worst error/bound: GEMV gate_up %.3g, down %.3g; int8 GEMV gate_up %.3g, down "
-            "%.3g; GEMM (%ld places) gate_up %.3g, down %.3g\n",
+            "%.3g; GEMM (%ld places) gate_up %.3g, down %.3g; Q4_K/Q6_K GEMV %.3g\n",
             n_cases, worst_route_w, n_near, worst_gu, worst_dn, worst_q_gu, worst_q_dn,
-            n_mm_places, worst_mm_gu, worst_mm_dn);
+            n_mm_places, worst_mm_gu, worst_mm_dn, worst_k);
+    CHECKF(worst_k > 0, "no K-quant experts checked");
     CHECKF(n_mm_places > 0, "no places through the grouped GEMM");
     CHECKF(worst_q_gu > 0 && worst_q_dn > 0, "no places through the int8 grouped GEMV");
     CHECKF(n_sh_places > 0, "no shared expert through the grouped ops");

@@ -28,7 +28,10 @@
  *     bound: integer dot products, as matmul uses qmmvq), bf16 ones from float32 x: blocks
  *     (slot, 16 rows), a warp 4 rows, its lanes 16-byte pieces of them (4 or 8 loads in
  *     flight a lane), up to 4 places at once; each weight byte read once for all of an
- *     expert's places.
+ *     expert's places. GGUF's Q4_K and Q6_K experts from float32 x, a lane's piece one of
+ *     qk_unit.cuh's units (the dense qmatmul_k.cu's arithmetic; Q6_K 2 rows a warp), within
+ *     qmatmul.h's GEMV bound; their sums do not depend on the other places, so this GEMV
+ *     takes every K-quant group, in the batch-invariant mode too (no mma for them).
  *   mma (moe_mma.cu): the experts with at least min_n places, as tensor-core tiles of 64
  *     W rows x 64 places (grid: slot, W row tiles, place tiles; blocks of experts with
  *     fewer places, or past their expert's places, exit). x and the weights are rounded
@@ -96,17 +99,18 @@ void hy_cuda_moe_route(cudaStream_t st, int32_t *ids, float *w, const float *log
                        int32_t *rows, int32_t *sel, int32_t *act);
 /* out[p, :] for every place p of the active experts with at most max_n places: gate_up
  * (w1: the up matrices): input x[rows[p]], else x[p]; each expert's matrix at w0 + e *
- * stride. */
+ * stride. bf16, Q8_0, Q4_0 and Q4_G128 (the K-quants go through moe_mmvq). */
 void hy_cuda_moe_gemv(cudaStream_t st, float *out, const float *x, const void *w0,
                       const void *w1, size_t stride, int code, int64_t n_rows, int64_t cols,
                       bool gate_up, const int32_t *off, const int32_t *rows, const int32_t *act,
                       int slots, int max_n, struct hy_cuda_moe_sh sh);
 /* Whether moe_mmvq takes matrices of type code with cols columns at this stride (a multiple
- * of 16): bf16 (cols a multiple of 8), Q8_0, Q4_0, Q4_G128 (a multiple of 32 and the block). */
+ * of 16): bf16 (cols a multiple of 8), Q8_0, Q4_0, Q4_G128 (a multiple of 32 and the block),
+ * Q4_K, Q6_K (a multiple of 256). */
 bool hy_cuda_moe_mmvq_fits(int code, int64_t cols, size_t stride);
 /* The products of hy_cuda_moe_gemv with more loads in flight: x holds n_in input rows of
- * cols (16-byte aligned), for quantized experts as int8 (hy_cuda_mmvq_quantize, qmmvq.h's
- * layout and bound), for bf16 ones as float32 (the GEMV's bound); place p's input is row
+ * cols (16-byte aligned), for Q8_0, Q4_0 and Q4_G128 experts as int8 (hy_cuda_mmvq_quantize,
+ * qmmvq.h's layout and bound), for bf16, Q4_K and Q6_K ones as float32 (the GEMV's bound); place p's input is row
  * in_row[p] (gate_up: the routing's rows) or p (in_row NULL); w1 NULL: no up matrices
  * (down). max_places: the most places an expert can have (T). A (row, place) result does
  * not depend on the expert's other places. */
@@ -118,7 +122,8 @@ void hy_cuda_moe_mmvq(cudaStream_t st, float *out, const void *x, int n_in,
 /* Whether mma takes matrices of n_rows x cols: cols a multiple of 64. */
 bool hy_cuda_moe_mma_fits(int64_t n_rows, int64_t cols);
 /* The same products for the experts with at least min_n places, on the tensor cores; an
- * expert has at most max_places places (T). x, w0, w1 and stride 16-byte aligned. */
+ * expert has at most max_places places (T). x, w0, w1 and stride 16-byte aligned. bf16,
+ * Q8_0, Q4_0 and Q4_G128 (not the K-quants: moe_mmvq takes all their groups). */
 void hy_cuda_moe_mma(cudaStream_t st, float *out, const float *x, const void *w0,
                      const void *w1, size_t stride, int code, int64_t n_rows, int64_t cols,
                      bool gate_up, const int32_t *off, const int32_t *rows, const int32_t *act,

@@ -1,32 +1,66 @@
 /* moe_mmvq.cu: the grouped GEMV of the experts outside the batch-invariant mode: quantized
  * ones from int8 activations (mmvq_dot.cuh's arithmetic, shared with the dense qmmvq.cu),
- * bf16 ones from float32 x (moe.h has the contract).
+ * bf16 ones from float32 x; GGUF's Q4_K and Q6_K from float32 x too, in both modes (their
+ * only grouped path), a piece being one of qk_unit.cuh's units (the arithmetic of the
+ * dense qmatmul_k.cu; moe.h has the contract).
  *
  * Grid (slot, row tile): slot s < act[0] takes expert act[1 + s]; a block is GM_WARPS
  * warps, each owning R consecutive rows of that expert's matrix (gate and up together for
  * gate_up). A warp's lanes take the rows' 16-byte pieces in turn (piece k = lane, lane +
- * 32, ...), so each weight byte is read once, with R (2R for gate_up) independent 16-byte
- * loads in flight a lane, and multiplied with up to NT of the expert's places at once (all
+ * 32, ...; a K-quant unit for those), so each weight byte is read once, with R (2R for
+ * gate_up) independent 16-byte loads in flight a lane (Q6_K: 3R), and multiplied with up to NT of the expert's places at once (all
  * of them at a decode step: an expert has at most T places); more places go round again in
  * groups of NT. A (row, place) sum is the lane's pieces in order, then the warp's xor
  * shuffles 16, 8, 4, 2, 1: the same bits whichever other places the expert has. */
 #include "backend/cuda/gemv_util.cuh"
 #include "backend/cuda/mmvq_dot.cuh"
 #include "backend/cuda/moe.h"
+#include "backend/cuda/qk_unit.cuh"
 #include "backend/cuda/qmmvq.h"
 
 #define GM_WARPS 4
 #define GM_R 4
 
 /* How a kernel of type QT reads its inputs: the int8 activations of qmmvq.h for the quant
- * types (mmvq_dot.cuh's arithmetic), float32 x for bf16 weights (8 of them a piece). */
+ * types (mmvq_dot.cuh's arithmetic), float32 x for bf16 weights (8 of them a piece) and
+ * the K-quants. */
 struct gm_in {
-    mv_x q;          /* quantized x (quant types) */
-    const float *xf; /* float32 x (bf16) */
+    mv_x q;          /* quantized x (Q8_0, Q4_0, Q4_G128) */
+    const float *xf; /* float32 x (bf16, Q4_K, Q6_K) */
     int cols;
 };
 
-template <int QT> struct gm_pol {
+/* The members the kernel needs of a type whose piece is one 16-byte load of its row and one
+ * load of x (P: the policy, with pieces, split, load and fma): a row's 16-byte stride, a
+ * piece's weights, and its products added for every place and row. */
+template <class P> struct gm_one_load {
+    static constexpr int R = GM_R; /* rows a warp */
+    typedef float S;               /* a piece's scale */
+    static __device__ __forceinline__ int row16(int cols) { return P::pieces(cols); }
+    static __device__ __forceinline__ auto wload(const uint4 *row, int k)
+    {
+        return P::split(ld_stream(row + k));
+    }
+    template <int NT, bool GU, class W, class X> /* P::W, P::X */
+    static __device__ __forceinline__ void acc(float (&a)[GM_R][NT], float (&b)[GM_R][NT],
+                                               const W (&w)[GM_R], const W (&v)[GM_R],
+                                               const float (&d)[GM_R], const float (&dv)[GM_R],
+                                               const X (&xr)[NT], int k)
+    {
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const typename P::XP xp = P::load(xr[t], k);
+#pragma unroll
+            for (int r = 0; r < GM_R; r++) {
+                a[r][t] = P::fma(a[r][t], d[r], w[r], xp);
+                if (GU)
+                    b[r][t] = P::fma(b[r][t], dv[r], v[r], xp);
+            }
+        }
+    }
+};
+
+template <int QT> struct gm_pol : gm_one_load<gm_pol<QT> > {
     typedef mv_w W;
     typedef mv_xp XP;
     struct X {
@@ -64,7 +98,7 @@ template <int QT> struct gm_pol {
     }
 };
 
-template <> struct gm_pol<HY_CUDA_MOE_BF16> {
+template <> struct gm_pol<HY_CUDA_MOE_BF16> : gm_one_load<gm_pol<HY_CUDA_MOE_BF16> > {
     typedef uint4 W;
     struct XP {
         float4 a, b;
@@ -108,6 +142,71 @@ template <> struct gm_pol<HY_CUDA_MOE_BF16> {
     }
 };
 
+/* The K-quants: float32 x rows; a piece is a qk_unit.cuh unit (Q4_K: 16 quant bytes,
+ * 32 weights; Q6_K: three 16-byte loads, 64 weights), its scales a struct. */
+struct gm_kq {
+    typedef const float *X; /* an input row */
+    static __device__ __forceinline__ int blocks(int cols) { return cols / HY_QK_SUPER; }
+    static __device__ __forceinline__ X row(const gm_in &in, int r)
+    {
+        return in.xf + (int64_t)r * in.cols;
+    }
+    template <int NT, bool GU, int R, class W, class S>
+    static __device__ __forceinline__ void acc(float (&a)[R][NT], float (&b)[R][NT],
+                                               const W (&w)[R], const W (&v)[R],
+                                               const S (&d)[R], const S (&dv)[R],
+                                               const X (&xr)[NT], int k)
+    {
+        qk_unit<GU ? 2 : 1>(a, b, w, v, d, dv, xr, k);
+    }
+};
+
+template <> struct gm_pol<HY_CUDA_Q4_K> : gm_kq {
+    static constexpr int R = GM_R;
+    typedef uint4 W;
+    typedef q4k_sc S;
+    static __device__ __forceinline__ int pieces(int cols) { return cols / 32; }
+    static __device__ __forceinline__ int row16(int cols) { return blocks(cols) * 9; }
+    static __device__ __forceinline__ size_t qbytes(int, int) { return 0; }
+    static __device__ __forceinline__ W wload(const uint4 *row, int k)
+    {
+        return ld_stream((const unsigned char *)row + q4k_unit_quants(k));
+    }
+    /* the header of unit k of row r (nblk super-blocks a row) */
+    static __device__ __forceinline__ S scale(const unsigned char *m, size_t, int nblk, int r,
+                                              int k)
+    {
+        const unsigned char *row = m + (size_t)r * nblk * HY_QK_Q4K_BYTES;
+        return q4k_unit_scales(__ldg((const uint4 *)(row + q4k_unit_head(k))), k);
+    }
+};
+
+/* R = 2: a unit is three loads a row (six for gate_up), and 4 rows' would spill. */
+template <> struct gm_pol<HY_CUDA_Q6_K> : gm_kq {
+    static constexpr int R = 2;
+    typedef q6k_q W;
+    typedef q6k_ds S;
+    static __device__ __forceinline__ int pieces(int cols) { return cols / 64; }
+    static __device__ __forceinline__ int row16(int cols) { return blocks(cols) * 12; }
+    /* the quant bytes (192 a super-block): the scales follow, then the d (qlayout_k.h) */
+    static __device__ __forceinline__ size_t qbytes(int n_rows, int cols)
+    {
+        return hy_qk_q6k_scales_at(hy_qk_blocks(n_rows, cols));
+    }
+    static __device__ __forceinline__ W wload(const uint4 *row, int k)
+    {
+        return q6k_unit_load((const unsigned char *)row, k);
+    }
+    static __device__ __forceinline__ S scale(const unsigned char *m, size_t qb, int nblk, int r,
+                                              int k)
+    {
+        const size_t b0 = (size_t)r * nblk; /* row r's first super-block */
+        const unsigned short *d =
+            (const unsigned short *)(m + hy_qk_q6k_d_at(qb / HY_QK_Q6K_QBYTES));
+        return q6k_unit_scales(m + qb + b0 * HY_QK_Q6K_NSC, d + b0, k);
+    }
+};
+
 template <int QT, int NT, bool GU>
 __global__ void __launch_bounds__(32 * GM_WARPS)
     gm_kernel(float *out, gm_in in, const int32_t *in_row, const unsigned char *w0,
@@ -115,21 +214,22 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
               const int32_t *act, int max_n, hy_cuda_moe_sh sh)
 {
     typedef gm_pol<QT> P;
+    constexpr int R = P::R;
     int e, p0, n;
     const int lane = threadIdx.x & 31;
-    const int row0 = ((int)blockIdx.y * GM_WARPS + (threadIdx.x >> 5)) * GM_R;
+    const int row0 = ((int)blockIdx.y * GM_WARPS + (threadIdx.x >> 5)) * R;
     if (!hy_moe_group_of(off, act, max_n, sh, &e, &p0, &n) || row0 >= n_rows)
         return;
     const bool shared = sh.e >= 0 && blockIdx.x == gridDim.x - 1;
-    const int n16 = P::pieces(in.cols), nblk = P::blocks(in.cols);
+    const int n16 = P::pieces(in.cols), nblk = P::blocks(in.cols), rs = P::row16(in.cols);
     const size_t qb = P::qbytes(n_rows, in.cols);
     const unsigned char *g = w0 + (size_t)e * stride, *u = GU ? w1 + (size_t)e * stride : g;
-    const uint4 *wg[GM_R], *wu[GM_R];
+    const uint4 *wg[R], *wu[R];
 #pragma unroll
-    for (int r = 0; r < GM_R; r++) {
+    for (int r = 0; r < R; r++) {
         const int rr = gemv_row(row0, r, n_rows);
-        wg[r] = (const uint4 *)g + (size_t)rr * n16;
-        wu[r] = (const uint4 *)u + (size_t)rr * n16;
+        wg[r] = (const uint4 *)g + (size_t)rr * rs;
+        wu[r] = (const uint4 *)u + (size_t)rr * rs;
     }
     for (int i0 = 0; i0 < n; i0 += NT) {
         const int nt = n - i0 < NT ? n - i0 : NT;
@@ -139,37 +239,29 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
             const int p = p0 + i0 + (t < nt ? t : nt - 1);
             xr[t] = P::row(in, in_row ? (shared ? p - p0 : in_row[p]) : p);
         }
-        float a[GM_R][NT], b[GM_R][NT];
+        float a[R][NT], b[R][NT];
         gemv_zero(a);
         gemv_zero(b);
         for (int k = lane; k < n16; k += 32) {
-            typename P::W w[GM_R], v[GM_R];
-            float d[GM_R], dv[GM_R];
+            typename P::W w[R], v[R];
+            typename P::S d[R], dv[R];
 #pragma unroll
-            for (int r = 0; r < GM_R; r++) {
-                w[r] = P::split(ld_stream(wg[r] + k));
+            for (int r = 0; r < R; r++) {
+                w[r] = P::wload(wg[r], k);
                 if (GU)
-                    v[r] = P::split(ld_stream(wu[r] + k));
+                    v[r] = P::wload(wu[r], k);
             }
 #pragma unroll
-            for (int r = 0; r < GM_R; r++) {
+            for (int r = 0; r < R; r++) {
                 const int rr = gemv_row(row0, r, n_rows);
                 d[r] = P::scale(g, qb, nblk, rr, k);
-                dv[r] = GU ? P::scale(u, qb, nblk, rr, k) : 0.0f;
+                if (GU)
+                    dv[r] = P::scale(u, qb, nblk, rr, k);
             }
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const typename P::XP xp = P::load(xr[t], k);
-#pragma unroll
-                for (int r = 0; r < GM_R; r++) {
-                    a[r][t] = P::fma(a[r][t], d[r], w[r], xp);
-                    if (GU)
-                        b[r][t] = P::fma(b[r][t], dv[r], v[r], xp);
-                }
-            }
+            P::template acc<NT, GU>(a, b, w, v, d, dv, xr, k);
         }
 #pragma unroll
-        for (int r = 0; r < GM_R; r++)
+        for (int r = 0; r < R; r++)
 #pragma unroll
             for (int t = 0; t < NT; t++) {
 #pragma unroll
@@ -193,6 +285,8 @@ extern "C" bool hy_cuda_moe_mmvq_fits(int code, int64_t cols, size_t stride)
         return false;
     if (code == HY_CUDA_MOE_BF16)
         return cols % 8 == 0;
+    if (code == HY_CUDA_Q4_K || code == HY_CUDA_Q6_K)
+        return cols % HY_QK_SUPER == 0;
     return (code == HY_CUDA_Q8_0 || code == HY_CUDA_Q4_0 || code == HY_CUDA_Q4_G128) &&
            cols % hy_cuda_q_block(code) == 0 && cols % 32 == 0;
 }
@@ -203,8 +297,8 @@ static void gm_launch(cudaStream_t st, float *out, const gm_in &in, const int32_
                       const int32_t *off, const int32_t *act, int slots, int max_n,
                       hy_cuda_moe_sh sh)
 {
-    const dim3 grid((unsigned)(slots + (sh.e >= 0)),
-                    (unsigned)((n_rows + GM_WARPS * GM_R - 1) / (GM_WARPS * GM_R)));
+    const int64_t tile = GM_WARPS * gm_pol<QT>::R; /* rows a block */
+    const dim3 grid((unsigned)(slots + (sh.e >= 0)), (unsigned)((n_rows + tile - 1) / tile));
     const unsigned char *g = (const unsigned char *)w0, *u = (const unsigned char *)w1;
     if (w1)
         gm_kernel<QT, NT, true><<<grid, 32 * GM_WARPS, 0, st>>>(out, in, in_row, g, u, stride,
@@ -253,6 +347,12 @@ extern "C" void hy_cuda_moe_mmvq(cudaStream_t st, float *out, const void *x, int
                             max_places, sh);
     else if (code == HY_CUDA_Q4_0)
         gm_nt<HY_CUDA_Q4_0>(st, out, in, in_row, w0, w1, stride, n_rows, off, act, slots, max_n,
+                            max_places, sh);
+    else if (code == HY_CUDA_Q4_K)
+        gm_nt<HY_CUDA_Q4_K>(st, out, in, in_row, w0, w1, stride, n_rows, off, act, slots, max_n,
+                            max_places, sh);
+    else if (code == HY_CUDA_Q6_K)
+        gm_nt<HY_CUDA_Q6_K>(st, out, in, in_row, w0, w1, stride, n_rows, off, act, slots, max_n,
                             max_places, sh);
     else
         gm_nt<HY_CUDA_Q4_G128>(st, out, in, in_row, w0, w1, stride, n_rows, off, act, slots,

@@ -19,8 +19,22 @@ static int code_of(enum hy_dtype dt)
     case HY_DTYPE_Q4_0: return HY_CUDA_Q4_0;
     case HY_DTYPE_Q4_G128: return HY_CUDA_Q4_G128;
     case HY_DTYPE_F8_B128: return HY_CUDA_MOE_FP8B;
+    case HY_DTYPE_Q4_K: return HY_CUDA_Q4_K;
+    case HY_DTYPE_Q6_K: return HY_CUDA_Q6_K;
     default: return -2;
     }
+}
+
+/* GGUF's Q4_K and Q6_K: moe_mmvq's GEMV, float32 x, takes every group size in both modes. */
+static bool kquant(int code)
+{
+    return code == HY_CUDA_Q4_K || code == HY_CUDA_Q6_K;
+}
+
+/* Whether moe_mmvq multiplies experts of kernel code `code` with float32 x. */
+static bool f32_x(int code)
+{
+    return code == HY_CUDA_MOE_BF16 || kquant(code);
 }
 
 /* The qmatmul.h type weight_upload keeps a matrix of dtype dt in, HY_CUDA_MOE_FP8B
@@ -127,19 +141,22 @@ static int slots(int E, int T, int k)
 
 /* Whether the grouped GEMM takes the experts with more than HY_CUDA_MOE_GEMV_MAX places:
  * only when an expert can have that many (at most T: a token picks an expert once), and
- * not in the batch-invariant mode (a place's sums would depend on its group's size). */
+ * not in the batch-invariant mode (a place's sums would depend on its group's size); not
+ * for the K-quants (moe_mma.cu does not dequantize them: their GEMV takes every group). */
 static bool use_mma(const struct cuda_ctx *c, const struct hy_weight *w, int T)
 {
-    return !c->invariant && T > HY_CUDA_MOE_GEMV_MAX && hy_cuda_moe_mma_fits(w->rows, w->cols);
+    return !c->invariant && T > HY_CUDA_MOE_GEMV_MAX && !kquant(code_of(w->dtype)) &&
+           hy_cuda_moe_mma_fits(w->rows, w->cols);
 }
 
 /* The GEMVs of the experts with at most max_n places, outside the batch-invariant mode by
  * moe_mmvq.cu (quantized experts from int8 activations quantized here into r->xq, where the
  * routing has that scratch; bf16 from x), else the float32 GEMV of moe.cu, whose
  * quantized products keep float32 activations as the invariant matmul's do; block-scaled
- * fp8 always by fp8b.h's (float32 x, batch-invariant). n_in input rows x of cols; xq: x
- * quantized already (a norm's hold), or NULL; in_row the rows of the places (NULL: the
- * place). */
+ * fp8 always by fp8b.h's (float32 x, batch-invariant). K-quant experts go through
+ * moe_mmvq.cu in both modes (float32 x, sums independent of the other places). n_in input
+ * rows x of cols; xq: x quantized already (a norm's hold), or NULL; in_row the rows of the
+ * places (NULL: the place). */
 static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, const void *xq,
                          int n_in, const int32_t *in_row, const struct hy_weight *w0,
                          const void *w1, const struct hy_moe_route *r, int E, int T, int k,
@@ -154,11 +171,11 @@ static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, const v
                               w1 != NULL, r->off, r->rows, r->act, slots(E, T, k), max_n, sh);
         return;
     }
-    if (!c->invariant && hy_cuda_moe_mmvq_fits(code, w0->cols, stride) &&
-        (code < 0 ? !((uintptr_t)x & 15) : xq || r->xq)) {
-        if (code >= 0 && !xq)
+    if ((!c->invariant || kquant(code)) && hy_cuda_moe_mmvq_fits(code, w0->cols, stride) &&
+        (f32_x(code) ? !((uintptr_t)x & 15) : xq || r->xq)) {
+        if (!f32_x(code) && !xq)
             hy_cuda_mmvq_quantize(c->stream, r->xq, x, n_in, w0->cols);
-        hy_cuda_moe_mmvq(c->stream, out, code < 0 ? (const void *)x : xq ? xq : r->xq, n_in,
+        hy_cuda_moe_mmvq(c->stream, out, f32_x(code) ? (const void *)x : xq ? xq : r->xq, n_in,
                          in_row,
                          w0->data, w1, stride, code, w0->rows, w0->cols, r->off, r->act,
                          slots(E, T, k), max_n, T, sh);

@@ -23,79 +23,20 @@
  *    sc[8h + l0/16 + 2k], taken from one 8-byte load. Per word, half-word of groups and
  *    input row: acc += (d*sc_k) * sum(q*x) (d*sc_k*q is exact in float32). R = 4 (three
  *    16-byte loads a row in flight).
- * Warp shuffles then shared memory sum a row's parts. 256, 128 or 64 threads a block, as
+ * A unit's loads and arithmetic are qk_unit.cuh's (moe_mmvq.cu's grouped GEMV of Q4_K and
+ * Q6_K experts uses the same). Warp shuffles then shared memory sum a row's parts. 256, 128 or 64 threads a block, as
  * many as a row has units (a 4096-wide row: 128 Q4_K units, 64 Q6_K units); for T <= 2 the
  * launch bound asks for two blocks an SM (128 registers, no spills at sm_90).
  *
  * Row dequantization (the chunked T > 8 path of hy_cuda_matmul_q) and embedding: a thread
  * takes 8 consecutive elements of a row, which lie in one sub-block, and computes them as
  * the host dequantizer does (Q4_K: ds*q exact, then one rounding of - dm). */
-#include "backend/cuda/gemv_util.cuh"
-#include "backend/cuda/qlayout_k.h"
+#include "backend/cuda/qk_unit.cuh"
 #include "backend/cuda/qmatmul_k.h"
 
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #define KG_MAX_THREADS 256
-#define KG_F23 8388608.0f      /* 2^23: a Q4_K nibble q */
-#define KG_F23_Q6 8388640.0f   /* 2^23 + 32: a Q6_K 6-bit q, minus 32 */
-
-static __device__ __forceinline__ float k_h2f(uint32_t h)
-{
-    return __half2float(__ushort_as_half((unsigned short)(h & 0xffffu)));
-}
-
-static __device__ __forceinline__ uint32_t k_word(const uint4 &v, int i)
-{
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-/* The 4 bytes of u (each < 2^8) as floats, minus (bias - 2^23). */
-static __device__ __forceinline__ void k_bytes4(uint32_t u, float bias, float *w)
-{
-    w[0] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7440u)) - bias;
-    w[1] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7441u)) - bias;
-    w[2] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7442u)) - bias;
-    w[3] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7443u)) - bias;
-}
-
-/* Scale and min of sub-block j < 8 from a Q4_K header h (h.x: d, dmin; h.y, h.z, h.w: the
- * 12 packed bytes s[0..11]), as core/quant.h's hy_q4_k_scale_min. */
-static __device__ __forceinline__ void q4k_scale_min(const uint4 &h, int j, int *sc, int *m)
-{
-    if (j < 4) {
-        const int s = 8 * j;
-        *sc = (int)((h.y >> s) & 63u);
-        *m = (int)((h.z >> s) & 63u);
-    } else {
-        const int s = 8 * (j - 4);
-        *sc = (int)(((h.w >> s) & 15u) | ((h.y >> (s + 6)) & 3u) << 4);
-        *m = (int)(((h.w >> (s + 4)) & 15u) | ((h.z >> (s + 6)) & 3u) << 4);
-    }
-}
-
-/* Q6_K scale byte k (< 4) of a word: int8 -> int. */
-static __device__ __forceinline__ float q6k_sc(uint32_t s, int byte)
-{
-    int v = (int)((s >> (8 * byte)) & 0xffu);
-    return (float)(v - ((v & 0x80) << 1));
-}
-
-/* acc += ds0 * (w[0..3] . a) + ds1 * (w[4..7] . b), each dot a chain of fmas from w[0] * a.x. */
-static __device__ __forceinline__ float k_dot2(const float *w, float4 a, float4 b, float ds0,
-                                               float ds1, float acc)
-{
-    float p0 = w[0] * a.x, p1 = w[4] * b.x;
-    p0 = fmaf(w[1], a.y, p0);
-    p1 = fmaf(w[5], b.y, p1);
-    p0 = fmaf(w[2], a.z, p0);
-    p1 = fmaf(w[6], b.z, p1);
-    p0 = fmaf(w[3], a.w, p0);
-    p1 = fmaf(w[7], b.w, p1);
-    acc = fmaf(ds0, p0, acc);
-    return fmaf(ds1, p1, acc);
-}
 
 /* Sums each row's parts (acc of every thread) and writes out[t, row0 + r]. */
 template <int R, int NT>
@@ -115,59 +56,22 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
 #pragma unroll
     for (int r = 0; r < R; r++)
         wr[r] = w + (int64_t)gemv_row(row0, r, rows) * nsb * HY_QK_Q4K_BYTES;
+    const float *xt[NT]; /* the input rows */
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        xt[t] = x + (int64_t)t * cols;
     float acc[R][NT];
     gemv_zero(acc);
     for (int k = threadIdx.x; k < nunits; k += blockDim.x) {
-        const int sb = k >> 3, p = k & 7, i = p >> 1;
         uint4 v[R];
-        float ds0[R], dm0[R], ds1[R], dm1[R];
+        q4k_sc sc[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            v[r] = ld_stream(wr[r] + sb * HY_QK_Q4K_BYTES + HY_QK_Q4K_HEAD + 16 * p);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint4 h = __ldg((const uint4 *)(wr[r] + sb * HY_QK_Q4K_BYTES));
-            const float d = k_h2f(h.x), dmin = k_h2f(h.x >> 16);
-            int sc, m;
-            q4k_scale_min(h, 2 * i, &sc, &m);
-            ds0[r] = d * (float)sc;
-            dm0[r] = dmin * (float)m;
-            q4k_scale_min(h, 2 * i + 1, &sc, &m);
-            ds1[r] = d * (float)sc;
-            dm1[r] = dmin * (float)m;
-        }
-        const int c0 = sb * HY_QK_SUPER + 64 * i + 16 * (p & 1);
-        float sx0[NT], sx1[NT];
-#pragma unroll
-        for (int t = 0; t < NT; t++)
-            sx0[t] = sx1[t] = 0.0f;
-#pragma unroll
-        for (int wd = 0; wd < 4; wd++) {
-            float wf[R][8];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t u = k_word(v[r], wd);
-                k_bytes4(u & 0x0F0F0F0Fu, KG_F23, wf[r]);
-                k_bytes4((u >> 4) & 0x0F0F0F0Fu, KG_F23, wf[r] + 4);
-            }
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const float *xt = x + (int64_t)t * cols + c0 + 4 * wd;
-                const float4 a = __ldg((const float4 *)xt), b = __ldg((const float4 *)(xt + 32));
-                sx0[t] += (a.x + a.y) + (a.z + a.w);
-                sx1[t] += (b.x + b.y) + (b.z + b.w);
-#pragma unroll
-                for (int r = 0; r < R; r++)
-                    acc[r][t] = k_dot2(wf[r], a, b, ds0[r], ds1[r], acc[r][t]);
-            }
-        }
+            v[r] = ld_stream(wr[r] + q4k_unit_quants(k));
 #pragma unroll
         for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                acc[r][t] = fmaf(-dm0[r], sx0[t], acc[r][t]);
-                acc[r][t] = fmaf(-dm1[r], sx1[t], acc[r][t]);
-            }
+            sc[r] = q4k_unit_scales(__ldg((const uint4 *)(wr[r] + q4k_unit_head(k))), k);
+        qk_unit<1>(acc, acc, v, v, sc, sc, xt, k);
     }
     k_reduce_store<R, NT>(acc, out, row0, rows);
 }
@@ -187,60 +91,22 @@ __global__ void __launch_bounds__(KG_MAX_THREADS, NT <= 2 ? 2 : 1)
 #pragma unroll
     for (int r = 0; r < R; r++)
         rb[r] = (int64_t)gemv_row(row0, r, rows) * nsb;
+    const float *xt[NT]; /* the input rows */
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        xt[t] = x + (int64_t)t * cols;
     float acc[R][NT];
     gemv_zero(acc);
     for (int k = threadIdx.x; k < nunits; k += blockDim.x) {
-        const int sb = k >> 2, h = (k >> 1) & 1, o = k & 1, l0 = 16 * o;
-        uint4 va[R], vb[R], vh[R];
-        float ds[R][4];
+        q6k_q v[R];
+        q6k_ds sc[R];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const unsigned char *q = w + (rb[r] + sb) * HY_QK_Q6K_QBYTES;
-            va[r] = ld_stream(q + 64 * h + l0);
-            vb[r] = ld_stream(q + 64 * h + 32 + l0);
-            vh[r] = ld_stream(q + 128 + 32 * h + l0);
-        }
+        for (int r = 0; r < R; r++)
+            v[r] = q6k_unit_load(w + rb[r] * HY_QK_Q6K_QBYTES, k);
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint2 s =
-                __ldg((const uint2 *)(scales + (rb[r] + sb) * HY_QK_Q6K_NSC + 8 * h));
-            const float d = k_h2f(__ldg(dd + rb[r] + sb));
-            ds[r][0] = d * q6k_sc(s.x, o);     /* sc[8h + o]     */
-            ds[r][1] = d * q6k_sc(s.x, o + 2); /* sc[8h + o + 2] */
-            ds[r][2] = d * q6k_sc(s.y, o);     /* sc[8h + o + 4] */
-            ds[r][3] = d * q6k_sc(s.y, o + 2); /* sc[8h + o + 6] */
-        }
-        const int cb = sb * HY_QK_SUPER + 128 * h + l0;
-#pragma unroll
-        for (int wd = 0; wd < 4; wd++)
-#pragma unroll
-            for (int g = 0; g < 2; g++) { /* groups 2g and 2g + 1 */
-                float wf[R][8];
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    const uint32_t a = k_word(va[r], wd), b = k_word(vb[r], wd),
-                                   hq = k_word(vh[r], wd);
-                    uint32_t q0, q1;
-                    if (g == 0) { /* ql low nibbles | qh bits 0-1 (k = 0), 2-3 (k = 1) */
-                        q0 = (a & 0x0F0F0F0Fu) | ((hq << 4) & 0x30303030u);
-                        q1 = (b & 0x0F0F0F0Fu) | ((hq << 2) & 0x30303030u);
-                    } else { /* high nibbles | bits 4-5 (k = 2), 6-7 (k = 3) */
-                        q0 = ((a >> 4) & 0x0F0F0F0Fu) | (hq & 0x30303030u);
-                        q1 = ((b >> 4) & 0x0F0F0F0Fu) | ((hq >> 2) & 0x30303030u);
-                    }
-                    k_bytes4(q0, KG_F23_Q6, wf[r]);
-                    k_bytes4(q1, KG_F23_Q6, wf[r] + 4);
-                }
-#pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    const float *xt = x + (int64_t)t * cols + cb + 64 * g + 4 * wd;
-                    const float4 a = __ldg((const float4 *)xt),
-                                 b = __ldg((const float4 *)(xt + 32));
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        acc[r][t] = k_dot2(wf[r], a, b, ds[r][2 * g], ds[r][2 * g + 1], acc[r][t]);
-                }
-            }
+        for (int r = 0; r < R; r++)
+            sc[r] = q6k_unit_scales(scales + rb[r] * HY_QK_Q6K_NSC, dd + rb[r], k);
+        qk_unit<1>(acc, acc, v, v, sc, sc, xt, k);
     }
     k_reduce_store<R, NT>(acc, out, row0, rows);
 }
