@@ -8,8 +8,10 @@
 #   GGUF="q4_0 q8_0" the whole 48 layers written directly as GGUF files of these types
 #                  (make-test-model --gguf), when that writer exists.
 #   OLD=dir        a source tree of an earlier commit, built and measured beside (same card).
-#   PROFILE=1      per-kernel times (ncu) of a q4 decode step at batch 1 and 64 on the first
-#                  depth, summed by bench/ncu_summary.py over the last step's launches.
+#   PROFILE="1 64" per-kernel times (ncu) of a q4 decode step at these batch sizes on the
+#                  first depth, summed by bench/ncu_summary.py over the last step's launches.
+#   NOBUILD=1, NOTEST=1: skip the build (when $B/hymt exists: a warm machine) or the tests;
+#   DEADLINE: seconds after which the remaining measurements are skipped (default 540).
 # Logs go to $OUT; a summary is printed. Run as `OUT=$OUT sh bench/gpu_moe.sh` from the
 # source root (B: build folder).
 set -u
@@ -22,6 +24,8 @@ OLD=${OLD:-}
 t0=$(date +%s)
 mkdir -p "$OUT"
 log() { echo "== $* (at $(($(date +%s) - t0)) s)" | tee -a "$OUT/summary.txt"; }
+# time left before DEADLINE seconds (default 540: a device command's limit is 600)
+left() { [ $(($(date +%s) - t0)) -lt "${DEADLINE:-540}" ] || { log "skipped: $*"; false; }; }
 . bench/gpu_deps.sh
 log "machine: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader), $(date -u +%FT%TZ)"
 build() { # source dir, build dir, targets...
@@ -32,16 +36,22 @@ build() { # source dir, build dir, targets...
 }
 [ -z "$OLD" ] || { build "$OLD" /tmp/build-old --target hymt >"$OUT/build-old.log" 2>&1 &
     old_pid=$!; }
-build . $B >"$OUT/build.log" 2>&1
-rc=$?
+if [ -n "${NOBUILD:-}" ] && [ -x $B/hymt ]; then rc=0; else
+    build . $B >"$OUT/build.log" 2>&1
+    rc=$?
+fi
 log "build: exit $rc"
 grep -E "error|warning" "$OUT/build.log" | head -20
 [ $rc -eq 0 ] || exit 1
-(cd $B && timeout "${CT_TIMEOUT:-240}" ctest -L cuda --output-on-failure -V) >"$OUT/ctest_cuda.log" 2>&1
-rc=$?
-log "ctest -L cuda: exit $rc"
-grep -E "tests passed|Failed|FAIL|CHECK|worst|greedy|recorded|cases;" "$OUT/ctest_cuda.log" | head -40
-[ $rc -eq 0 ] || [ -n "${BENCH_ANYWAY:-}" ] || exit 1
+if [ -z "${NOTEST:-}" ]; then
+    (cd $B && timeout "${CT_TIMEOUT:-240}" ctest -L cuda -j4 --output-on-failure -V) \
+        >"$OUT/ctest_cuda.log" 2>&1
+    rc=$?
+    log "ctest -L cuda: exit $rc"
+    grep -E "tests passed|Failed|FAIL|CHECK|worst|greedy|recorded|cases;" "$OUT/ctest_cuda.log" |
+        head -40
+    [ $rc -eq 0 ] || [ -n "${BENCH_ANYWAY:-}" ] || exit 1
+fi
 if [ -n "$OLD" ]; then
     wait "$old_pid"
     log "old build: exit $?"
@@ -49,12 +59,14 @@ fi
 bench1() { # label, hymt, model, args...
     lab=$1 bin=$2 m=$3
     shift 3
+    left "bench $lab" || return
     timeout "${BENCH_TIMEOUT:-120}" "$bin" bench -m "$m" --device cuda --kv-memory 2G "$@" \
         >"$OUT/bench-$lab.log" 2>&1
     log "bench $lab: exit $? ($*)"
     grep -E "^\||device memory" "$OUT/bench-$lab.log" | head -8
 }
 for L in $LAYERS; do
+    left "depth $L" || break
     M=/tmp/hy30-$L
     timeout "${MAKE_TIMEOUT:-200}" $B/hymt make-test-model --out $M --preset 30b-a3b --layers "$L" \
         >"$OUT/make-$L.log" 2>&1
@@ -70,7 +82,8 @@ for L in $LAYERS; do
     done
     # shellcheck disable=SC2086
     bench1 "$L-q4-p512" $B/hymt $M --batch 1 --prompt-len 512 --gen-len 8 --quant q4
-    for b in ${PROFILE:+1 64}; do
+    for b in ${PROFILE:-}; do
+        left "ncu batch $b" || break
         timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
             --log-file "$OUT/ncu-$L-b$b.csv" $B/hymt bench -m $M --device cuda --batch $b \
             --prompt-len 64 --gen-len 3 --quant q4 --kv-memory 2G >"$OUT/ncu-$L-b$b.txt" 2>&1
@@ -81,6 +94,7 @@ for L in $LAYERS; do
     rm -rf $M
 done
 for g in $GGUF; do
+    left "48 layers $g" || break
     F=/tmp/hy30-48-$g.gguf
     timeout "${MAKE_TIMEOUT:-200}" $B/hymt make-test-model --preset 30b-a3b --gguf "$g" \
         --out $F >"$OUT/make-48-$g.log" 2>&1
