@@ -156,12 +156,13 @@ struct hy_backend_i {
     /* (optional) The middle of the attention block in one op, equal to: rope(q), rope(k)
      * (n_head and n_kv heads), then when qn and kn are not NULL rmsnorm of every head of q
      * and k (hd values, weights qn and kn), then kv_store of k and v at slots into k_pool
-     * and v_pool. q is updated in place; k is left as it was. pos, slots: host memory. */
+     * and v_pool; norm_first (qn, kn set): the norms before RoPE instead (hy_v3's order).
+     * q is updated in place; k is left as it was. pos, slots: host memory. */
     void (*rope_norm_store)(struct hy_backend *be, float *q, const float *k, const float *v,
                             const int32_t *pos, const int32_t *slots, int T, int n_head, int n_kv,
                             int hd, const float *inv_freq, const struct hy_weight *qn,
-                            const struct hy_weight *kn, float eps, void *k_pool,
-                            void *v_pool);
+                            const struct hy_weight *kn, float eps, bool norm_first,
+                            void *k_pool, void *v_pool);
     /* (optional) x[r,:] += y[r,:], then out[r,:] = rmsnorm(x[r,:]) * w (as rmsnorm) for
      * r < rows: a residual add fused with the next norm. out may equal y. */
     void (*add_rmsnorm)(struct hy_backend *be, float *out, float *x, const float *y,

@@ -43,7 +43,7 @@ static void dump(const struct step *st, const char *name, int layer, const float
 
 /* RoPE on q and k, then (HunYuan quirk) QK-norm after RoPE, per head over hd values,
  * then K and V rows into the paged pool; in one op when the backend has it. hy_v3 norms
- * first, then rotates (cfg.qk_norm_before_rope). */
+ * first, then rotates (cfg.qk_norm_before_rope; the op's norm_first). */
 static void rope_norm_store(const struct step *st, int il)
 {
     const struct hy_config *cf = &st->m->cfg;
@@ -54,6 +54,13 @@ static void rope_norm_store(const struct step *st, int il)
     const int T = st->T, hd = (int)cf->head_dim;
     const int H = (int)cf->num_attention_heads, Hkv = (int)cf->num_key_value_heads;
     const float eps = (float)cf->rms_norm_eps;
+    if (st->fuse && op->rope_norm_store) { /* hy_v3 norms always (below) */
+        const bool qk = cf->use_qk_norm || cf->qk_norm_before_rope;
+        op->rope_norm_store(be, s->q, s->k, s->v, s->pos, s->slots, T, H, Hkv, hd,
+                            st->m->inv_freq, qk ? &l->q_norm : NULL, qk ? &l->k_norm : NULL,
+                            eps, cf->qk_norm_before_rope, st->kv->k[il], st->kv->v[il]);
+        return;
+    }
     if (cf->qk_norm_before_rope) {
         op->rmsnorm(be, s->q, s->q, &l->q_norm, (int64_t)T * H, hd, eps);
         op->rmsnorm(be, s->k, s->k, &l->k_norm, (int64_t)T * Hkv, hd, eps);
@@ -63,13 +70,6 @@ static void rope_norm_store(const struct step *st, int il)
         dump(st, "q_rope", il, s->q, T, (int64_t)H * hd);
         op->kv_store(be, st->kv->k[il], s->k, s->slots, T, st->kv->kvd);
         op->kv_store(be, st->kv->v[il], s->v, s->slots, T, st->kv->kvd);
-        return;
-    }
-    if (st->fuse && op->rope_norm_store) {
-        op->rope_norm_store(be, s->q, s->k, s->v, s->pos, s->slots, T, H, Hkv, hd,
-                            st->m->inv_freq, cf->use_qk_norm ? &l->q_norm : NULL,
-                            cf->use_qk_norm ? &l->k_norm : NULL, eps, st->kv->k[il],
-                            st->kv->v[il]);
         return;
     }
     op->rope(be, s->q, s->pos, T, H, hd, st->m->inv_freq);

@@ -511,7 +511,7 @@ static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k
                                  const int32_t *pos, const int32_t *slots, int T, int n_head,
                                  int n_kv, int hd, const float *inv_freq,
                                  const struct hy_weight *qn, const struct hy_weight *kn,
-                                 float eps, void *k_pool, void *v_pool)
+                                 float eps, bool norm_first, void *k_pool, void *v_pool)
 {
     struct cuda_ctx *c = be->ctx; /* not hy_cuda_ctx: a q/k/v product left unsplit is ours */
     HY_CUDA_CHECK(cudaSetDevice(c->device));
@@ -529,11 +529,11 @@ static void cuda_rope_norm_store(struct hy_backend *be, float *q, const float *k
     if (src)
         hy_cuda_rope_norm_store_src(c->stream, q, &a, d_pos, d_slots, T, n_head, n_kv, hd,
                                     inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
-                                    k_pool, v_pool, c->kv_bf16);
+                                    norm_first, k_pool, v_pool, c->kv_bf16);
     else
         hy_cuda_rope_norm_store(c->stream, q, k, v, d_pos, d_slots, T, n_head, n_kv, hd,
                                 inv_freq, qn ? qn->data : NULL, kn ? kn->data : NULL, eps,
-                                k_pool, v_pool, c->kv_bf16);
+                                norm_first, k_pool, v_pool, c->kv_bf16);
 }
 
 static void cuda_kv_store(struct hy_backend *be, void *pool, const float *rows,

@@ -355,9 +355,9 @@ static bool same_dev(struct hy_backend *be, const void *a, const void *b, size_t
 /* rope_norm_store right after the fused q/k/v product (past the GEMV rows, and at 1-2 rows,
  * it reads q, k, v from the product's rows: fuse.c) against the same ops with an op in
  * between (a download, which splits the product first): q, the raw k and v, and both pools
- * the same bits. */
+ * the same bits. norm: 0 none, 1 after RoPE, 2 before (norm_first). */
 static void case_qkv_rns(struct hy_backend *be, struct rng *r, int T, int nh, int nkv, int hd,
-                         bool norm)
+                         int norm)
 {
     struct hy_err err;
     const int64_t cols = 264, kvd = (int64_t)nkv * hd, rows[3] = {nh * hd, kvd, kvd};
@@ -398,7 +398,8 @@ static void case_qkv_rns(struct hy_backend *be, struct rng *r, int T, int nh, in
         if (j) /* an op in between: the product is split first */
             be->i->download(be, h, o[0], (size_t)(T * rows[0]) * sizeof(float));
         be->i->rope_norm_store(be, o[0], o[1], o[2], pos, slots, T, nh, nkv, hd, dinv,
-                               norm ? &wq : NULL, norm ? &wk : NULL, 1e-6f, kp[j], vp[j]);
+                               norm ? &wq : NULL, norm ? &wk : NULL, 1e-6f, norm == 2, kp[j],
+                               vp[j]);
     }
     const size_t es = hy_dtype_size(kvt(be));
     const char *what[3] = {"q", "raw k", "raw v"};
@@ -456,7 +457,7 @@ static void test_qkv_rns(struct rng *r)
         for (int s = 0; s < 3; s++)
             for (int t = 0; t < 7; t++)
                 case_qkv_rns(be, r, Ts[t], shapes[s][0], shapes[s][1], shapes[s][2],
-                             (s + t) % 2 == 0);
+                             (s + t) % 3);
         be->i->destroy(be);
     }
 }

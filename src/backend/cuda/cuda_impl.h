@@ -76,14 +76,15 @@ int hy_cuda_add_rmsnorm(cudaStream_t st, float *out, struct hy_cuda_norm_out o, 
                         const float *y, const float *w, int64_t rows, int64_t d, float eps);
 
 /* rope.cu. rope_norm_store: backend.h's op of that name (qn, kn: float32 [hd] or NULL;
- * pos and slots staged; the pools' elements bf16 when bf16, else float). */
+ * pos and slots staged; the pools' elements bf16 when bf16, else float; norm_first: the
+ * norm before RoPE). */
 void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int T, int n_heads, int hd,
                   const float *inv_freq);
 void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *k, const float *v,
                              const int32_t *pos, const int32_t *slots, int T, int n_head,
                              int n_kv, int hd, const float *inv_freq, const float *qn,
-                             const float *kn, float eps, void *k_pool, void *v_pool,
-                             bool bf16);
+                             const float *kn, float eps, bool norm_first, void *k_pool,
+                             void *v_pool, bool bf16);
 /* The same reading q, k, v from rows of q_ld, k_ld, v_ld floats (a fused product's output:
  * q, k, v then point into its rows) and writing q [T, n_head*hd] to q (not the source);
  * kc, vc (or NULL): the raw k and v rows also go there ([T, n_kv*hd] each). */
@@ -95,8 +96,8 @@ struct hy_cuda_qkv_src {
 void hy_cuda_rope_norm_store_src(cudaStream_t st, float *q, const struct hy_cuda_qkv_src *a,
                                  const int32_t *pos, const int32_t *slots, int T, int n_head,
                                  int n_kv, int hd, const float *inv_freq, const float *qn,
-                                 const float *kn, float eps, void *k_pool, void *v_pool,
-                                 bool bf16);
+                                 const float *kn, float eps, bool norm_first, void *k_pool,
+                                 void *v_pool, bool bf16);
 
 /* attention.cu: `tiles` tiles of query rows; info[4*t .. 4*t+3] = (first row of q/out, rows
  * (consecutive rows of one sequence; 1 unless `rows`), keys its first row attends (row i

@@ -21,13 +21,17 @@ static __device__ __forceinline__ float sigm(float z)
     return 1.0f / (1.0f + expf(-z));
 }
 
-/* Token t's k choices and weights, by one warp (lane: the thread's). */
+/* Token t's k choices and weights, by one warp (lane: the thread's). Lane j % 32 keeps
+ * choice j (j < 32 in c0, else c1), so the weights need no reads of what was just written:
+ * lane j computes its unbiased score, the sum is taken in choice order through shuffles
+ * (the CPU's order and roundings), and every lane writes its own. */
 static __device__ void route_token(int32_t *ids, float *w, const float *logits,
                                    const float *bias, int t, int lane, int E, int k,
                                    float scale)
 {
     const float *l = logits + (int64_t)t * E;
     uint32_t taken = 0; /* bit i: expert lane + 32 i chosen already */
+    int c0 = 0, c1 = 0;
     for (int j = 0; j < k; j++) {
         float bv = 0.0f;
         int bi = -1;
@@ -48,19 +52,28 @@ static __device__ void route_token(int32_t *ids, float *w, const float *logits,
         }
         if ((bi & 31) == lane)
             taken |= 1u << (bi >> 5);
-        if (lane == 0)
-            ids[(int64_t)t * k + j] = bi;
+        if ((j & 31) == lane) {
+            if (j < 32)
+                c0 = bi;
+            else
+                c1 = bi;
+        }
     }
-    if (lane != 0)
-        return;
-    int32_t *id = ids + (int64_t)t * k;
-    float *wt = w + (int64_t)t * k, sum = 0.0f;
-    for (int j = 0; j < k; j++) {
-        wt[j] = sigm(l[id[j]]); /* the unbiased score */
-        sum += wt[j];
-    }
+    const float s0 = lane < k ? sigm(l[c0]) : 0.0f; /* the unbiased scores */
+    const float s1 = lane + 32 < k ? sigm(l[c1]) : 0.0f;
+    float sum = 0.0f;
     for (int j = 0; j < k; j++)
-        wt[j] = wt[j] / (sum + 1e-20f) * scale;
+        sum += __shfl_sync(0xffffffffu, j < 32 ? s0 : s1, j & 31);
+    int32_t *id = ids + (int64_t)t * k;
+    float *wt = w + (int64_t)t * k;
+    if (lane < k) {
+        id[lane] = c0;
+        wt[lane] = s0 / (sum + 1e-20f) * scale;
+    }
+    if (lane + 32 < k) {
+        id[lane + 32] = c1;
+        wt[lane + 32] = s1 / (sum + 1e-20f) * scale;
+    }
 }
 
 /* Exclusive scan of v over the block (blockDim.x a multiple of 32, <= 1024); the total in
@@ -294,16 +307,24 @@ __global__ void gemv_kernel(float *out, const float *x, const unsigned char *w0,
     }
 }
 
+/* Blocks (column tile, token): the token's k choices ordered by place once a block in
+ * shared memory, then a thread a column. */
 __global__ void combine_kernel(float *out, const float *acc, const float *y, const int32_t *sel,
                                const float *w, int k, int64_t d)
 {
+    __shared__ int32_t ps[HY_CUDA_MOE_MAX_K];
+    __shared__ float pw[HY_CUDA_MOE_MAX_K];
     __shared__ int order[HY_CUDA_MOE_MAX_K];
-    const int t = blockIdx.x;
-    const int32_t *s = sel + (int64_t)t * k;
+    const int t = blockIdx.y;
+    if ((int)threadIdx.x < k) {
+        ps[threadIdx.x] = sel[(int64_t)t * k + threadIdx.x];
+        pw[threadIdx.x] = w[(int64_t)t * k + threadIdx.x];
+    }
+    __syncthreads();
     if (threadIdx.x == 0) { /* the choices by place: experts ascending */
         for (int j = 0; j < k; j++) {
             int i = j;
-            while (i > 0 && s[order[i - 1]] > s[j]) {
+            while (i > 0 && ps[order[i - 1]] > ps[j]) {
                 order[i] = order[i - 1];
                 i--;
             }
@@ -311,14 +332,15 @@ __global__ void combine_kernel(float *out, const float *acc, const float *y, con
         }
     }
     __syncthreads();
-    for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
-        float v = acc[(int64_t)t * d + c];
-        for (int i = 0; i < k; i++) {
-            const int j = order[i];
-            v = __fadd_rn(v, __fmul_rn(w[(int64_t)t * k + j], y[(int64_t)s[j] * d + c]));
-        }
-        out[(int64_t)t * d + c] = v;
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= d)
+        return;
+    float v = acc[(int64_t)t * d + c];
+    for (int i = 0; i < k; i++) {
+        const int j = order[i];
+        v = __fadd_rn(v, __fmul_rn(pw[j], y[(int64_t)ps[j] * d + c]));
     }
+    out[(int64_t)t * d + c] = v;
 }
 
 extern "C" void hy_cuda_moe_route(cudaStream_t st, int32_t *ids, float *w, const float *logits,
@@ -387,6 +409,7 @@ extern "C" void hy_cuda_moe_combine(cudaStream_t st, float *out, const float *ac
 {
     if (T <= 0)
         return;
-    combine_kernel<<<T, 256, 0, st>>>(out, acc, y, sel, w, k, d);
+    combine_kernel<<<dim3((unsigned)((d + 255) / 256), (unsigned)T), 256, 0, st>>>(out, acc, y, sel,
+                                                                                 w, k, d);
     HY_CUDA_CHECK_LAUNCH();
 }

@@ -10,8 +10,8 @@
  *   token's choices, which the block has after a barrier.
  *   route: one warp a token: the k best of sigmoid(logit) + bias by k warp-wide argmax
  *     rounds under hy_moe_route's order (larger first, NaN below every number, equal ones
- *     to the lower index); lane 0 then sums the k unbiased scores in choice order and
- *     divides, as the CPU does.
+ *     to the lower index); lane j keeps choice j, computes its unbiased score, the scores
+ *     are summed in choice order (shuffles) and each lane divides its own, as the CPU does.
  *   group: one block, a thread an expert: it counts its pairs, a block-wide scan gives the
  *     offsets, and it writes its places in pair order (tokens ascending): hy_moe_group's
  *     result exactly.
@@ -40,7 +40,7 @@
  *     (u_x + u_w + (cols + 32)·2^-23)·Σ|x w|, u = 2^-8 for a bf16 rounding (u_w = 0 for
  *     bf16 weights). A place's result then depends on its group's size (GEMV or mma), so
  *     the batch-invariant mode keeps the GEMV for all (moe_ops.c).
- *   combine: a block a token; its k choices added to acc in the order of their places
+ *   combine: blocks (256 columns, token), a thread a column; its k choices added to acc in the order of their places
  *     (experts ascending: the CPU's order), each as one rounded product and one rounded
  *     add (no FMA), so the same y give the CPU's bits. */
 #ifndef HY_BACKEND_CUDA_MOE_H

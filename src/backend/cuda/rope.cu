@@ -36,7 +36,8 @@ extern "C" void hy_cuda_rope(cudaStream_t st, float *x, const int32_t *pos, int 
 
 /* The attention block's middle in one kernel: one warp per (token, head) of q (heads
  * 0..n_head-1) and of k (n_head..n_head+n_kv-1). RoPE as rope_kernel; then, with a norm
- * weight, RMSNorm over the head's hd values (float32 sum of squares over the warp); q
+ * weight, RMSNorm over the head's hd values (float32 sum of squares over the warp), or the
+ * norm first and then RoPE (norm_first: hy_v3's order); q
  * is written to q (in place, or from a fused product's rows), k to its pool row, and the
  * k warps copy the v row too (pool elements KV: float, or bf16 rounded to nearest even).
  * a.kc / a.vc: also the raw k and v rows there (the fused product's split). */
@@ -45,7 +46,7 @@ template <typename KV>
 __global__ void rope_norm_store_kernel(float *q, struct hy_cuda_qkv_src a, const int32_t *pos,
                                        const int32_t *slots, int T, int n_head, int n_kv, int hd,
                                        const float *inv_freq, const float *qn, const float *kn,
-                                       float eps, KV *k_pool, KV *v_pool)
+                                       float eps, bool norm_first, KV *k_pool, KV *v_pool)
 {
     const int64_t wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31, heads = n_head + n_kv, half = hd / 2;
@@ -56,20 +57,21 @@ __global__ void rope_norm_store_kernel(float *q, struct hy_cuda_qkv_src a, const
     const int64_t kvd = (int64_t)n_kv * hd, kh = (int64_t)(j - n_head) * hd;
     const float *src = is_q ? a.q + t * a.q_ld + (int64_t)j * hd : a.k + t * a.k_ld + kh;
     const float *w = is_q ? qn : kn;
-    float a0[RNS_PAIRS], b0[RNS_PAIRS], ss = 0.0f;
+    float a0[RNS_PAIRS], b0[RNS_PAIRS], cs[RNS_PAIRS], sn[RNS_PAIRS], ss = 0.0f;
 #pragma unroll
     for (int c = 0; c < RNS_PAIRS; c++) {
         int i = c * 32 + lane;
-        a0[c] = b0[c] = 0.0f;
+        a0[c] = b0[c] = cs[c] = sn[c] = 0.0f;
         if (i < half) {
             float theta = (float)pos[t] * inv_freq[i];
-            float cs = cosf(theta), sn = sinf(theta), x0 = src[i], x1 = src[i + half];
+            float x0 = src[i], x1 = src[i + half];
+            cs[c] = cosf(theta), sn[c] = sinf(theta);
             if (!is_q && a.kc) {
                 a.kc[t * kvd + kh + i] = x0;
                 a.kc[t * kvd + kh + i + half] = x1;
             }
-            a0[c] = x0 * cs - x1 * sn;
-            b0[c] = x1 * cs + x0 * sn;
+            a0[c] = norm_first ? x0 : x0 * cs[c] - x1 * sn[c];
+            b0[c] = norm_first ? x1 : x1 * cs[c] + x0 * sn[c];
             ss += a0[c] * a0[c] + b0[c] * b0[c];
         }
     }
@@ -86,6 +88,13 @@ __global__ void rope_norm_store_kernel(float *q, struct hy_cuda_qkv_src a, const
             }
         }
     }
+    if (norm_first) /* hy_v3: the norm's output rotated */
+#pragma unroll
+        for (int c = 0; c < RNS_PAIRS; c++) {
+            const float x0 = a0[c], x1 = b0[c];
+            a0[c] = x0 * cs[c] - x1 * sn[c];
+            b0[c] = x1 * cs[c] + x0 * sn[c];
+        }
     if (is_q) {
         float *dst = q + ((int64_t)t * n_head + j) * hd;
 #pragma unroll
@@ -121,8 +130,8 @@ extern "C" void hy_cuda_rope_norm_store_src(cudaStream_t st, float *q,
                                             const struct hy_cuda_qkv_src *a, const int32_t *pos,
                                             const int32_t *slots, int T, int n_head, int n_kv,
                                             int hd, const float *inv_freq, const float *qn,
-                                            const float *kn, float eps, void *k_pool,
-                                            void *v_pool, bool bf16)
+                                            const float *kn, float eps, bool norm_first,
+                                            void *k_pool, void *v_pool, bool bf16)
 {
     int64_t warps = (int64_t)T * (n_head + n_kv);
     if (warps <= 0)
@@ -131,12 +140,12 @@ extern "C" void hy_cuda_rope_norm_store_src(cudaStream_t st, float *q,
     const unsigned grid = (unsigned)((warps + per - 1) / per);
     if (bf16)
         rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(
-            q, *a, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps,
+            q, *a, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps, norm_first,
             (__nv_bfloat16 *)k_pool, (__nv_bfloat16 *)v_pool);
     else
-        rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(q, *a, pos, slots, T, n_head,
-                                                              n_kv, hd, inv_freq, qn, kn, eps,
-                                                              (float *)k_pool, (float *)v_pool);
+        rope_norm_store_kernel<<<grid, ROPE_THREADS, 0, st>>>(
+            q, *a, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn, eps, norm_first,
+            (float *)k_pool, (float *)v_pool);
     HY_CUDA_CHECK_LAUNCH();
 }
 
@@ -144,10 +153,10 @@ extern "C" void hy_cuda_rope_norm_store(cudaStream_t st, float *q, const float *
                                         const int32_t *pos, const int32_t *slots, int T,
                                         int n_head, int n_kv, int hd, const float *inv_freq,
                                         const float *qn, const float *kn, float eps,
-                                        void *k_pool, void *v_pool, bool bf16)
+                                        bool norm_first, void *k_pool, void *v_pool, bool bf16)
 {
     const int64_t kvd = (int64_t)n_kv * hd;
     const struct hy_cuda_qkv_src a = {q, k, v, (int64_t)n_head * hd, kvd, kvd, NULL, NULL};
     hy_cuda_rope_norm_store_src(st, q, &a, pos, slots, T, n_head, n_kv, hd, inv_freq, qn, kn,
-                                eps, k_pool, v_pool, bf16);
+                                eps, norm_first, k_pool, v_pool, bf16);
 }
