@@ -2,8 +2,9 @@
 # make_gguf_cli_test.sh HYMT DATA_DIR: `hymt make-test-model --gguf` (label unit). A 3-layer
 # cut of tiny-hyv3 written directly as GGUF is byte-identical to the same checkpoint written
 # as safetensors and then `hymt convert`ed, in every type (so its logits are the converted
-# model's); the q8_0 and q4_0 files load (info, GGUF reader's validation) and `hymt generate`
-# runs on them, with the tokenizer embedded by --tokenizer as convert embeds it; usage errors
+# model's); the q8_0, q4_0, q4_k_m and q6_k files load (info, GGUF reader's validation) and
+# `hymt generate` runs on them (tiny-hyv3's in-features of 32 and 64 put Q8_0 where a K
+# type's 256-block does not fit, as llama.cpp's fallback does), with the tokenizer embedded by --tokenizer as convert embeds it; usage errors
 # exit 2; a bad path and a full disk (a file size limit) exit 1 with one line naming the
 # problem and leave no partial file.
 HYMT=$1
@@ -39,7 +40,7 @@ for t in q8_0 q4_0 q4_k_m q6_k bf16; do
         { fails=$((fails + 1)); echo "FAIL: --gguf $t differs from convert --type $t"; }
 done
 
-for t in q8_0 q4_0; do
+for t in q8_0 q4_0 q4_k_m q6_k; do
     G=$TMP/$t/m.gguf
     expect 0 "info $t" -- "$HYMT" info "$G" --tensors
     contains "$TMP/out" "blk.1.ffn_down_exps.weight" "info lists the expert stacks"
