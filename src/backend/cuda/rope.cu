@@ -6,6 +6,16 @@
 
 #define ROPE_THREADS 256
 
+/* One rotated pair: (a c - b s, b c + a s), each product and the sum rounded on its own
+ * (no contraction into an fma, which the compiler may otherwise choose differently in each
+ * kernel): the fused kernel below rotates exactly as rope_kernel does. */
+static __device__ __forceinline__ void rope_pair(float a, float b, float c, float s, float *oa,
+                                                 float *ob)
+{
+    *oa = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+    *ob = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+}
+
 __global__ void rope_kernel(float *x, const int32_t *pos, int64_t pairs, int n_heads, int half,
                             const float *inv_freq)
 {
@@ -16,9 +26,7 @@ __global__ void rope_kernel(float *x, const int32_t *pos, int64_t pairs, int n_h
         float theta = (float)pos[th / n_heads] * inv_freq[i];
         float c = cosf(theta), s = sinf(theta);
         float *v = x + th * 2 * half;
-        float a = v[i], b = v[i + half];
-        v[i] = a * c - b * s;
-        v[i + half] = b * c + a * s;
+        rope_pair(v[i], v[i + half], c, s, &v[i], &v[i + half]);
     }
 }
 
@@ -70,8 +78,9 @@ __global__ void rope_norm_store_kernel(float *q, struct hy_cuda_qkv_src a, const
                 a.kc[t * kvd + kh + i] = x0;
                 a.kc[t * kvd + kh + i + half] = x1;
             }
-            a0[c] = norm_first ? x0 : x0 * cs[c] - x1 * sn[c];
-            b0[c] = norm_first ? x1 : x1 * cs[c] + x0 * sn[c];
+            a0[c] = x0, b0[c] = x1;
+            if (!norm_first)
+                rope_pair(x0, x1, cs[c], sn[c], &a0[c], &b0[c]);
             ss += a0[c] * a0[c] + b0[c] * b0[c];
         }
     }
@@ -90,11 +99,8 @@ __global__ void rope_norm_store_kernel(float *q, struct hy_cuda_qkv_src a, const
     }
     if (norm_first) /* hy_v3: the norm's output rotated */
 #pragma unroll
-        for (int c = 0; c < RNS_PAIRS; c++) {
-            const float x0 = a0[c], x1 = b0[c];
-            a0[c] = x0 * cs[c] - x1 * sn[c];
-            b0[c] = x1 * cs[c] + x0 * sn[c];
-        }
+        for (int c = 0; c < RNS_PAIRS; c++)
+            rope_pair(a0[c], b0[c], cs[c], sn[c], &a0[c], &b0[c]);
     if (is_q) {
         float *dst = q + ((int64_t)t * n_head + j) * hd;
 #pragma unroll
