@@ -63,9 +63,9 @@ struct mm_job {
 struct hy_cpu_xq hy_cpu_xq_row(const struct hy_cpu_ctx *c, const unsigned char *aux,
                                int64_t cols, int64_t t, int64_t col)
 {
-    struct hy_cpu_xq v = {c->xq_q, c->xq_d, c->xq_s, c->xq_d8, NULL};
-    if (aux) /* whole 128-value groups: cols is a multiple of 128 */
-        v.aux = aux + (size_t)t * (size_t)(cols / 128) * HY_CPU_AUX_PER_128;
+    /* hy_cpu_xq_at advances aux with the values: row t's groups start at t * cols / 128
+     * (whole 128-value groups: cols is a multiple of 128 where aux is set) */
+    struct hy_cpu_xq v = {c->xq_q, c->xq_d, c->xq_s, c->xq_d8, aux};
     return hy_cpu_xq_at(&v, t * cols + col);
 }
 
