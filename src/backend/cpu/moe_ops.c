@@ -11,12 +11,16 @@
  *
  * The activations are quantized (and q_prep'd) once per token for gate_up, once per place
  * for down, into the context's xq arrays (a slab of rows at a time when they do not fit;
- * a slab's items skip the places outside it). One arithmetic per dtype, whatever the number
- * of places: where the kernels pack weights (q_pack / q_gemm: the GGUF types and Q4_G128 on
- * AVX-512 VNNI) every place goes through q_gemm against the packed panel, whose outputs do
- * not depend on the other tokens of its tile; else through the dtype's q_dot (with q_prep's
- * form where the dtype has one) or, for float weights, dot. So a token's output does not
- * depend on which tokens share its experts, nor on the thread count, bit for bit. */
+ * a slab's items skip the places outside it). One arithmetic for every place of a call,
+ * chosen from the dtype and the call's shape (T, k, E) alone: where the kernels pack
+ * weights (q_pack / q_gemm: the GGUF types and Q4_G128 on AVX-512 VNNI) and the experts
+ * have PACK_MIN_PLACES places on average (prompts), every place goes through q_gemm
+ * against the packed panel, whose outputs do not depend on the other tokens of its tile;
+ * else (decode, small batches) through the dtype's q_dot (with q_prep's form where the
+ * dtype has one), or for float weights dot. So for a given call size a token's outputs do
+ * not depend on which tokens share its experts (how many places an expert has), nor on
+ * the thread count, bit for bit; like the dense matmul's, they may differ between call
+ * sizes (float sums in another order). */
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/moe.h"
 
@@ -45,13 +49,22 @@ struct moe_job {
     const unsigned char *aux; /* q_prep's form of the slab, or NULL */
 };
 
-/* How the kernels k run a matrix of `cols` columns (module comment). */
-static enum moe_path path_of(const struct hy_cpu_mm_kernels *k, int64_t cols)
+/* Fewest routed places an expert has on average (T * k / E) for packing to pay: a packed
+ * panel costs about two dot passes over its rows (8-layer 30B-A3B Q8_0, 2 threads: decode
+ * 17 tok/s through q_dot, 10 through the packed panels; a 64-token prompt, 4 places an
+ * expert, 33 against 50 tok/s). */
+#define PACK_MIN_PLACES 2
+
+/* How the kernels k run a matrix of `cols` columns in a call of T tokens, k choices and E
+ * experts (module comment): a function of the call's shape only, never of the routing. */
+static enum moe_path path_of(const struct hy_cpu_mm_kernels *k, int64_t cols, int T, int kk,
+                             int E)
 {
     int xb = k->xq_block ? k->xq_block : HY_CPU_XQ_BLOCK;
     if (!k->q_dot || cols % xb != 0 || cols > HY_CPU_XQ_ELEMS)
         return PATH_FLOAT;
-    if (k->q_pack && cols % 128 == 0 && cols <= HY_CPU_PACK_COLS)
+    if (k->q_pack && cols % 128 == 0 && cols <= HY_CPU_PACK_COLS &&
+        (int64_t)T * kk >= (int64_t)PACK_MIN_PLACES * E)
         return PATH_PACKED;
     return PATH_DOT;
 }
@@ -173,9 +186,13 @@ static void run_slabs(struct moe_job *j, int n)
 
 /* A job over the E matrices w0 (and w1, of the same dtype and shape, or NULL). */
 static struct moe_job job_for(struct hy_cpu_ctx *c, const struct hy_weight *w0,
-                              const struct hy_weight *w1, const struct hy_moe_route *r,
-                              const float *x, float *out)
+                              const struct hy_weight *w1, int E, const struct hy_moe_route *r,
+                              const float *x, float *out, int T, int k)
 {
+    for (int e = 1; e < E; e++) /* every expert in the dtype and shape the job is made for */
+        HY_ASSERT(w0[e].dtype == w0->dtype && w0[e].rows == w0->rows && w0[e].cols == w0->cols &&
+                  (!w1 || (w1[e].dtype == w0->dtype && w1[e].rows == w0->rows &&
+                           w1[e].cols == w0->cols)));
     HY_ASSERT(w0->dtype >= 0 && w0->dtype < HY_DTYPE_COUNT);
     HY_ASSERT(!w1 || (w1->dtype == w0->dtype && w1->rows == w0->rows && w1->cols == w0->cols));
     struct moe_job j = {
@@ -193,7 +210,7 @@ static struct moe_job job_for(struct hy_cpu_ctx *c, const struct hy_weight *w0,
         .row_bytes = hy_dtype_row_bytes(w0->dtype, w0->cols),
         .panels = (w0->rows + PANEL - 1) / PANEL,
     };
-    j.path = path_of(j.k, j.cols);
+    j.path = path_of(j.k, j.cols, T, k, E);
     return j;
 }
 
@@ -206,21 +223,11 @@ void hy_cpu_moe_route(struct hy_cpu_ctx *c, const struct hy_moe_route *r, const 
     hy_moe_plan(r->ids, T, k, E, r->off, r->rows, r->sel, r->act);
 }
 
-/* Every expert of a call must share the dtype and shape the job was made for. */
-static void check_experts(const struct hy_weight *w, int E)
-{
-    for (int e = 1; e < E; e++)
-        HY_ASSERT(w[e].dtype == w[0].dtype && w[e].rows == w[0].rows && w[e].cols == w[0].cols);
-}
-
 void hy_cpu_moe_gate_up(struct hy_cpu_ctx *c, float *act, const float *x,
                         const struct hy_weight *gate, const struct hy_weight *up, int E,
                         const struct hy_moe_route *r, int T, int k)
 {
-    (void)k;
-    check_experts(gate, E);
-    check_experts(up, E);
-    struct moe_job j = job_for(c, gate, up, r, x, act);
+    struct moe_job j = job_for(c, gate, up, E, r, x, act, T, k);
     j.by_token = true;
     run_slabs(&j, T);
 }
@@ -229,8 +236,7 @@ void hy_cpu_moe_down(struct hy_cpu_ctx *c, float *y, const float *act,
                      const struct hy_weight *down, int E, const struct hy_moe_route *r, int T,
                      int k)
 {
-    check_experts(down, E);
-    struct moe_job j = job_for(c, down, NULL, r, act, y);
+    struct moe_job j = job_for(c, down, NULL, E, r, act, y, T, k);
     run_slabs(&j, T * k);
 }
 

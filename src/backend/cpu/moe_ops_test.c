@@ -13,11 +13,13 @@
  *     8·U·|silu(g)·u| (silu' <= 1.1; expf, the add, the division and the product).
  *   combine: the contract's order (acc, then each choice's product added, j ascending):
  *     the same bits as that loop.
- *   batch and threads: each of a subset of tokens run alone (T = 1) gives its act, y and
- *     output rows bit for bit as in the batch; 1 and 3 threads give the same bits. Shapes
- *     include experts with many places (37 tokens over 8 experts, top 3) and calls long
- *     enough to take several slabs of quantized activations (960 places of Q6_K on AVX2
- *     for down, 900 tokens for gate_up). */
+ *   batch and threads: each of a subset of tokens, put in a second batch of the same size
+ *     whose other tokens are new random ones (its experts then hold other places), gives
+ *     its act, y and output rows bit for bit as in the first; where a call of one token
+ *     takes the same path (T·k < 2E: decode sizes), alone too; 1 and 3 threads give the
+ *     same bits. Shapes include experts with many places (37 tokens over 8 experts, top 3,
+ *     the packed path on AVX-512) and calls long enough to take several slabs of quantized
+ *     activations (960 places of Q6_K on AVX2 for down, 900 tokens for gate_up). */
 #include "backend/cpu/moe.h"
 #include "backend/cpu/ops_test_util.h"
 
@@ -149,26 +151,49 @@ static void check_ref(const struct run *o, const struct layer *L, const float *l
     free(ids), free(rows), free(w), free(rw);
 }
 
-/* Token t alone gives the batch's rows, bit for bit. */
-static void check_alone(struct hy_backend *be, const struct run *o, const struct layer *L,
-                        const float *logits, const float *bias, const float *x,
-                        const float *acc, int T, int k, const char *what)
+/* Rows of token t (in o) that differ from those of token u in a (act, y, out). */
+static int rows_differ(const struct run *o, int t, const struct run *a, int u,
+                       const struct layer *L, int k)
 {
-    struct run a;
-    run_alloc(&a, 1, k, L);
-    int bad = 0, step = T > 40 ? 37 : 1;
-    for (int t = 0; t < T; t += step) {
-        run_ops(be, &a, L, logits + (int64_t)t * L->E, bias, x + (int64_t)t * L->d,
-                acc + (int64_t)t * L->d, 1, k);
-        for (int j = 0; j < k; j++) {
-            int p = o->r.sel[t * k + j], q = a.r.sel[j];
-            bad += memcmp(o->act + (int64_t)p * L->F, a.act + (int64_t)q * L->F, (size_t)L->F * 4) != 0;
-            bad += memcmp(o->y + (int64_t)p * L->d, a.y + (int64_t)q * L->d, (size_t)L->d * 4) != 0;
-        }
-        bad += memcmp(o->out + (int64_t)t * L->d, a.out, (size_t)L->d * 4) != 0;
+    int bad = 0;
+    for (int j = 0; j < k; j++) {
+        int p = o->r.sel[t * k + j], q = a->r.sel[u * k + j];
+        bad += memcmp(o->act + (int64_t)p * L->F, a->act + (int64_t)q * L->F, (size_t)L->F * 4) != 0;
+        bad += memcmp(o->y + (int64_t)p * L->d, a->y + (int64_t)q * L->d, (size_t)L->d * 4) != 0;
     }
-    CHECKF(!bad, "%s: %d rows differ between the batch and a token alone", what, bad);
-    run_free(&a);
+    return bad + (memcmp(o->out + (int64_t)t * L->d, a->out + (int64_t)u * L->d, (size_t)L->d * 4) != 0);
+}
+
+/* A token's rows do not depend on the other tokens of its call: token t in a batch of T
+ * other random tokens (so its experts hold other places) gives the same bits; and, where
+ * the call is small enough that alone it takes the same path (T * k < 2E, decode), token t
+ * alone too. */
+static void check_batch(struct hy_backend *be, const struct run *o, const struct layer *L,
+                        const float *logits, const float *bias, const float *x,
+                        const float *acc, int T, int k, struct rng *r, const char *what)
+{
+    const int E = L->E, d = L->d;
+    struct run a, b;
+    run_alloc(&a, 1, k, L), run_alloc(&b, T, k, L);
+    float *lo = fmalloc((int64_t)T * E), *xo = fmalloc((int64_t)T * d), *ao = fmalloc((int64_t)T * d);
+    int bad = 0, bad1 = 0, step = T > 40 ? 37 : 1;
+    for (int t = 0; t < T; t += step) {
+        rng_fill(r, lo, (int64_t)T * E, 3.0f), rng_fill(r, xo, (int64_t)T * d, 1.0f);
+        rng_fill(r, ao, (int64_t)T * d, 1.0f);
+        memcpy(lo + (int64_t)t * E, logits + (int64_t)t * E, (size_t)E * 4);
+        memcpy(xo + (int64_t)t * d, x + (int64_t)t * d, (size_t)d * 4);
+        memcpy(ao + (int64_t)t * d, acc + (int64_t)t * d, (size_t)d * 4);
+        run_ops(be, &b, L, lo, bias, xo, ao, T, k);
+        bad += rows_differ(o, t, &b, t, L, k);
+        if ((int64_t)T * k >= 2 * E)
+            continue;
+        run_ops(be, &a, L, logits + (int64_t)t * E, bias, x + (int64_t)t * d, acc + (int64_t)t * d,
+                1, k);
+        bad1 += rows_differ(o, t, &a, 0, L, k);
+    }
+    CHECKF(!bad, "%s: %d rows differ between two batches holding the token", what, bad);
+    CHECKF(!bad1, "%s: %d rows differ between the batch and the token alone", what, bad1);
+    run_free(&a), run_free(&b), free(lo), free(xo), free(ao);
 }
 
 static void one_case(enum hy_cpu_isa isa, enum hy_dtype gdt, enum hy_dtype ddt, int E, int d,
@@ -197,7 +222,7 @@ static void one_case(enum hy_cpu_isa isa, enum hy_dtype gdt, enum hy_dtype ddt, 
     CHECKF(!memcmp(o1.act, o3.act, (size_t)T * k * F * 4) &&
                !memcmp(o1.out, o3.out, (size_t)T * d * 4),
            "%s: 1 and 3 threads differ", what);
-    check_alone(be3, &o3, &L, logits, bias, x, acc, T, k, what);
+    check_batch(be3, &o3, &L, logits, bias, x, acc, T, k, &r, what);
     run_free(&o1), run_free(&o3), layer_free(&L);
     free(logits), free(bias), free(x), free(acc);
     be1->i->destroy(be1), be3->i->destroy(be3);
@@ -225,5 +250,7 @@ int main(void)
     /* several slabs: q_prep'd Q6_K (AVX2) holds 896 rows of 256 columns in the scratch */
     one_case(HY_CPU_ISA_AVX2, HY_DTYPE_Q6_K, HY_DTYPE_Q6_K, 8, 256, 256, 120, 8);
     one_case(HY_CPU_ISA_AVX2, HY_DTYPE_Q6_K, HY_DTYPE_Q6_K, 4, 256, 256, 900, 1);
+    /* a decode batch that stays off the packed path on AVX-512 (T·k < 2E) */
+    one_case(HY_CPU_ISA_AVX512, HY_DTYPE_Q8_0, HY_DTYPE_Q8_0, 8, 384, 128, 5, 3);
     return test_result();
 }
