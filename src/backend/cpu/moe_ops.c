@@ -122,6 +122,28 @@ static void slab_places(const struct moe_job *j, int e, int *a, int *b)
     *b = p1 < j->hi ? p1 : j->hi;
 }
 
+/* GCC counts prefetches as no effect at all and deletes the calls of a function that only
+ * prefetches (as matmul.c's KEEP_CALLS says). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KEEP_CALLS __attribute__((noipa))
+#else
+#define KEEP_CALLS
+#endif
+
+/* Item i's panel of w (its nr rows lie one after the other) requested into L2: packing
+ * reads 16 rows side by side, more streams than the hardware prefetcher follows, so the
+ * next item's panels are asked for before this one is packed. */
+KEEP_CALLS static void prefetch_panel(const struct moe_job *j, const struct hy_weight *w,
+                                      int64_t i)
+{
+    int e = j->act[1 + i / j->panels];
+    int64_t r0 = i % j->panels * PANEL;
+    int64_t nr = j->rows_w - r0 < PANEL ? j->rows_w - r0 : PANEL;
+    const unsigned char *p = (const unsigned char *)w[e].data + (size_t)r0 * j->row_bytes;
+    for (size_t b = 0; b < (size_t)nr * j->row_bytes; b += 64)
+        __builtin_prefetch(p + b, 0, 2);
+}
+
 /* Items [i0, i1): item i is panel i % panels of the (i / panels)-th expert with places. */
 static void moe_items(void *ctx, int64_t i0, int64_t i1, int tid)
 {
@@ -138,6 +160,11 @@ static void moe_items(void *ctx, int64_t i0, int64_t i1, int tid)
         const unsigned char *wg = (const unsigned char *)j->w0[e].data + (size_t)r0 * j->row_bytes;
         const unsigned char *wu =
             j->w1 ? (const unsigned char *)j->w1[e].data + (size_t)r0 * j->row_bytes : NULL;
+        if (buf && i + 1 < i1) {
+            prefetch_panel(j, j->w0, i + 1);
+            if (j->w1)
+                prefetch_panel(j, j->w1, i + 1);
+        }
         if (buf) {
             j->k->q_pack(buf, wg, j->row_bytes, nr, j->cols);
             if (wu)
