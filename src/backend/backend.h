@@ -43,7 +43,14 @@ struct hy_cand {
  * expert as backend/cpu/moe.h's hy_moe_group groups them (expert e's places off[e] ..
  * off[e+1]-1, its tokens ascending): rows[p] the token of place p, sel[t*k + j] the place of
  * token t's j-th choice, act[0] the number of experts with tokens and act[1 ..] those
- * experts ascending. */
+ * experts ascending. xq (may be NULL) is scratch the grouped ops may use for activations in
+ * another form (the CUDA backend: int8 for quantized experts); the caller sizes it with
+ * hy_moe_xq_bytes and the backend neither reads it before writing nor keeps it. shared
+ * (set by the caller, T <= HY_MOE_SHARED_MAX_T only): the stacks passed to moe_gate_up and
+ * moe_down hold the shared expert as matrix E, after the E routed ones, and those ops
+ * compute it too, as places P .. P + T - 1 of token 0 .. T - 1 (act and y then have P + T
+ * rows), so a decode step's shared expert costs no launches of its own. */
+#define HY_MOE_SHARED_MAX_T 8
 struct hy_moe_route {
     int32_t *ids;  /* [P] */
     int32_t *off;  /* [E + 1] */
@@ -51,7 +58,18 @@ struct hy_moe_route {
     int32_t *sel;  /* [P] */
     int32_t *act;  /* [E + 1] */
     float *w;      /* [P] */
+    void *xq;      /* [hy_moe_xq_bytes(T, k, d, F)] bytes, or NULL */
+    bool shared;   /* host: the shared expert rides along (above) */
 };
+
+/* Bytes of hy_moe_route.xq for T tokens, k choices, hidden size d, expert width F: int8
+ * values of the larger of the gate/up input [T, d] and the down input [T*k + T, F] (the
+ * shared expert's rows included), with a float32 scale and a sum a 32 and a 16 of them. */
+static inline size_t hy_moe_xq_bytes(int64_t T, int64_t k, int64_t d, int64_t F)
+{
+    const size_t a = (size_t)(T * d), b = (size_t)(T * (k + 1) * F), n = a > b ? a : b;
+    return n + n / 8 + n / 4 + 64;
+}
 
 struct hy_backend;
 

@@ -249,6 +249,16 @@ int hy_v3_n_projections(const struct hy_config *c)
                  c->n_moe_layers * (3 * c->num_experts + 3));
 }
 
+bool hy_v3_sh_fits(const struct hy_moe_weights *mw)
+{
+    const struct hy_weight *a[3] = {&mw->sh_gate, &mw->sh_up, &mw->sh_down};
+    const struct hy_weight *b[3] = {&mw->gate[0], &mw->up[0], &mw->down[0]};
+    for (int i = 0; i < 3; i++)
+        if (a[i]->dtype != b[i]->dtype || a[i]->rows != b[i]->rows || a[i]->cols != b[i]->cols)
+            return false;
+    return true;
+}
+
 int hy_v3_projections(struct hy_model *m, struct hy_weight **ws, int cap)
 {
     int n = 0;
@@ -263,7 +273,8 @@ int hy_v3_projections(struct hy_model *m, struct hy_weight **ws, int cap)
         if (!mw)
             continue;
         struct hy_weight *sh[] = {&mw->sh_gate, &mw->sh_up, &mw->sh_down};
-        for (int k = 0; k < 3; k++) {
+        const bool stacked = m->be->i->weight_upload_n && hy_v3_sh_fits(mw); /* hy_v3_upload's */
+        for (int k = 0; k < (stacked ? 0 : 3); k++) {
             HY_ASSERT(n < cap);
             ws[n++] = sh[k];
         }
@@ -317,16 +328,20 @@ static bool dev_scratch(struct hy_moe_scratch *ms, struct hy_backend *be,
     ms->chunk = (int)T;
     ms->logits = be->i->alloc(be, T * E * sizeof(float));
     ms->acc = be->i->alloc(be, T * d * sizeof(float));
-    ms->act = be->i->alloc(be, P * F * sizeof(float));
-    ms->y = be->i->alloc(be, P * d * sizeof(float));
+    /* + the shared expert's rows when it rides along (hy_moe_route.shared) */
+    const size_t Ps = P + HY_MOE_SHARED_MAX_T;
+    ms->act = be->i->alloc(be, Ps * F * sizeof(float));
+    ms->y = be->i->alloc(be, Ps * d * sizeof(float));
     ms->r.ids = be->i->alloc(be, P * sizeof(int32_t));
     ms->r.rows = be->i->alloc(be, P * sizeof(int32_t));
     ms->r.sel = be->i->alloc(be, P * sizeof(int32_t));
     ms->r.w = be->i->alloc(be, P * sizeof(float));
     ms->r.off = be->i->alloc(be, (E + 1) * sizeof(int32_t));
     ms->r.act = be->i->alloc(be, (E + 1) * sizeof(int32_t));
+    ms->r.xq = be->i->alloc(be, hy_moe_xq_bytes((int64_t)T, c->num_experts_per_tok,
+                                                c->hidden_size, c->moe_intermediate_size));
     return ms->logits && ms->acc && ms->act && ms->y && ms->r.ids && ms->r.rows && ms->r.sel &&
-           ms->r.w && ms->r.off && ms->r.act;
+           ms->r.w && ms->r.off && ms->r.act && ms->r.xq;
 }
 
 /* Whether the MoE layers run through the backend's grouped MoE ops (backend.h): always on
@@ -392,8 +407,8 @@ void hy_v3_scratch_destroy(struct hy_scratch *s, const struct hy_model *m)
     struct hy_moe_scratch *ms = s->moe;
     if (!ms)
         return;
-    void *bufs[] = {ms->logits, ms->xe,     ms->ye,    ms->acc,   ms->act,   ms->y,
-                    ms->r.ids,  ms->r.rows, ms->r.sel, ms->r.w,   ms->r.off, ms->r.act};
+    void *bufs[] = {ms->logits, ms->xe,     ms->ye,    ms->acc,   ms->act,   ms->y,   ms->r.ids,
+                    ms->r.rows, ms->r.sel,  ms->r.w,   ms->r.off, ms->r.act, ms->r.xq};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i])
             m->be->i->free(m->be, bufs[i]);
@@ -437,13 +452,19 @@ static void moe_block_dev(const struct hy_model *m, struct hy_scratch *s, int il
     for (int t0 = 0; t0 < T; t0 += ms->chunk) {
         const int n = T - t0 < ms->chunk ? T - t0 : ms->chunk;
         float *x = s->h + (int64_t)t0 * d;
+        /* a decode step's shared expert is one more group of the grouped ops (its sum
+         * then in y after the routed places), larger ones go through the matmuls */
+        const bool sh = mw->sh_stacked && n <= HY_MOE_SHARED_MAX_T;
+        const float *acc = sh ? ms->y + (int64_t)n * k * d : ms->acc;
+        ms->r.shared = sh;
         op->matmul(m->be, ms->logits, x, &mw->router, n); /* [n, E] */
         op->moe_route(m->be, &ms->r, ms->logits, mw->dbias ? mw->dbias : mw->bias, n, E, k,
                       (float)c->router_scaling_factor);
-        swiglu(m, s, ms->acc, x, &mw->sh_gate, &mw->sh_up, &mw->sh_down, n);
+        if (!sh)
+            swiglu(m, s, ms->acc, x, &mw->sh_gate, &mw->sh_up, &mw->sh_down, n);
         op->moe_gate_up(m->be, ms->act, x, &mw->gate[0], &mw->up[0], E, &ms->r, n, k);
         op->moe_down(m->be, ms->y, ms->act, &mw->down[0], E, &ms->r, n, k);
-        op->moe_combine(m->be, x, ms->acc, ms->y, &ms->r, n, k, d);
+        op->moe_combine(m->be, x, acc, ms->y, &ms->r, n, k, d);
     }
 }
 

@@ -45,6 +45,10 @@ struct hy_moe_weights {
     struct hy_weight *down;        /* [E] each [hidden, F] */
     struct hy_weight sh_gate, sh_up; /* [F * n_shared, hidden] */
     struct hy_weight sh_down;        /* [hidden, F * n_shared] */
+    /* hy_v3_upload: the shared expert is matrix E of the device stacks gate/up/down (its
+     * width and type those of an expert), so a decode step computes it in the grouped ops
+     * (hy_moe_route.shared); sh_* then point into the stacks */
+    bool sh_stacked;
 };
 
 /* The attention tensors of a hy_v3 layer in file order (what `hymt convert` and
@@ -71,6 +75,10 @@ hy_status hy_v3_check_load(const struct hy_model *m, enum hy_dtype quant, struct
  * (hy_v3_unbind frees what was made). GGUF files: load_gguf.h's hy_load_gguf_hyv3_bind. */
 hy_status hy_v3_bind(struct hy_model *m, struct hy_err *err);
 void hy_v3_unbind(struct hy_model *m); /* no-op for a dense model */
+/* Whether the shared expert has an expert's shape and type as stored (one shared expert;
+ * GGUF files may give it another type): hy_v3_upload then stacks it with the experts, and
+ * hy_v3_projections leaves it to that on backends with weight_upload_n. */
+bool hy_v3_sh_fits(const struct hy_moe_weights *mw);
 /* The weights load-time quantization replaces: each layer's q/k/v/o, then its dense
  * gate/up/down, or its shared expert's three and every expert's (the router stays, so
  * routing is computed from the stored weights); at most hy_v3_n_projections of them. On a

@@ -141,6 +141,27 @@ out:
     return s;
 }
 
+/* The E experts' gate (or up, or down) matrices as one stack, with the shared expert's sh
+ * as matrix E when stack_sh (then sh points there). */
+static hy_status up_stack(struct hy_model *m, struct hy_weight *ws, struct hy_weight *sh, int E,
+                          bool stack_sh, struct hy_err *err)
+{
+    if (!stack_sh)
+        return up_experts(m, ws, E, err);
+    struct hy_weight *all = malloc((size_t)(E + 1) * sizeof *all);
+    if (!all)
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    memcpy(all, ws, (size_t)E * sizeof *all);
+    all[E] = *sh;
+    hy_status s = up_experts(m, all, E + 1, err);
+    if (!s) {
+        memcpy(ws, all, (size_t)E * sizeof *all);
+        *sh = all[E];
+    }
+    free(all);
+    return s;
+}
+
 static hy_status up_layer(struct hy_model *m, struct hy_layer_weights *l, struct hy_err *err)
 {
     const bool q = m->weights_quantized;
@@ -159,14 +180,16 @@ static hy_status up_layer(struct hy_model *m, struct hy_layer_weights *l, struct
     if (!s)
         s = up_floats(m, &mw->dbias, mw->bias, (size_t)E, err);
     struct hy_weight *sh[] = {&mw->sh_gate, &mw->sh_up, &mw->sh_down};
-    for (int i = 0; !q && i < 3 && !s; i++)
+    const bool stack_sh = hy_v3_sh_fits(mw);
+    for (int i = 0; !q && !stack_sh && i < 3 && !s; i++)
         s = up(m, sh[i], err);
     if (!s)
-        s = up_experts(m, mw->gate, E, err);
+        s = up_stack(m, mw->gate, sh[0], E, stack_sh, err);
     if (!s)
-        s = up_experts(m, mw->up, E, err);
+        s = up_stack(m, mw->up, sh[1], E, stack_sh, err);
     if (!s)
-        s = up_experts(m, mw->down, E, err);
+        s = up_stack(m, mw->down, sh[2], E, stack_sh, err);
+    mw->sh_stacked = !s && stack_sh;
     return s;
 }
 

@@ -15,7 +15,10 @@
  *     Experts with at most HY_CUDA_MOE_GEMV_MAX places (and all in the batch-invariant
  *     mode, or when T <= that or cols % 64 != 0) go through the GEMV: |dot error| <=
  *     (cols + 32)·U·S', U = 2^-24, S' = Σ|x_c w_c| (float32 products and sums of exactly
- *     dequantized weights, as qmatmul.h's GEMV bound). Larger groups go through the
+ *     dequantized weights, as qmatmul.h's GEMV bound); quantized experts outside the
+ *     batch-invariant mode take int8 activations (moe_mmvq.cu) instead, within qmmvq.h's
+ *     bound (dot_bound's MMVQ; at least one output past the float32 bound in each case that
+ *     has such groups, so the int8 path is known to have run). Larger groups go through the
  *     tensor-core GEMM (moe_mma.cu), which rounds x, and dequantized weights, to bf16
  *     (u = 2^-8 each, bf16 weights exact): |dot error| <= (2^-8 + [quant] (2^-8 + 2^-16)
  *     + (cols + 32)·2^-23)·S' (the last term allows the tensor cores' float32 sums
@@ -42,7 +45,9 @@
 #define U (1.0 / 16777216.0)
 
 static int n_cases, n_near;
-static double worst_route_w, worst_gu, worst_dn, worst_mm_gu, worst_mm_dn;
+static double worst_route_w, worst_gu, worst_dn, worst_mm_gu, worst_mm_dn, worst_q_gu;
+static double worst_q_dn;
+static long n_sh_places;
 static long n_mm_places;
 
 /* Device buffers of a routing for T tokens, k choices, E experts. */
@@ -231,21 +236,47 @@ static double ddot(const float *x, const float *w, int64_t n, double *sabs)
     return s;
 }
 
-/* The bound of a dot over cols columns with S' = sabs: the GEMV's, or the GEMM's (mm; quant:
- * the weights rounded to bf16 too). */
-static double dot_bound(bool mm, bool quant, int64_t cols, double sabs)
+/* How a group's products ran: the float32 GEMV, the tensor-core GEMM, or the GEMV from int8
+ * activations (quantized experts outside the batch-invariant mode). */
+enum path { GEMV, GEMM, MMVQ };
+
+/* The bound of a dot of x and w over cols columns with S' = sabs (x, w, B needed by MMVQ):
+ * the GEMV's, or the GEMM's (quant: the weights rounded to bf16 too), or qmmvq.h's: the
+ * int8 rounding Σ|w_c|·max|x|_b/254·(1 + 2^-20) plus its float32 roundings (cols/4 + 64)·U
+ * ·Σ(qmax + 8)·d_w·|x_c|, d_w <= max|w| over c's weight block of B (its largest quant is at
+ * least 1), qmax 127 (Q8_0) or 8. */
+static double dot_bound(enum path pa, bool quant, int64_t cols, double sabs, const float *x,
+                        const float *w, int64_t B, int qmax)
 {
-    if (!mm)
+    if (pa == GEMV)
         return (double)(cols + 32) * U * sabs;
-    const double ub = 1.0 / 256.0;
-    return (ub + (quant ? ub + ub * ub : 0.0) + (double)(cols + 32) * 2 * U) * sabs;
+    if (pa == GEMM) {
+        const double ub = 1.0 / 256.0;
+        return (ub + (quant ? ub + ub * ub : 0.0) + (double)(cols + 32) * 2 * U) * sabs;
+    }
+    double t1 = 0, t2 = 0;
+    for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+        double mx = 0;
+        for (int64_t c = c0; c < c0 + 32; c++)
+            mx = fmax(mx, fabs((double)x[c]));
+        for (int64_t c = c0; c < c0 + 32; c++)
+            t1 += fabs((double)w[c]) * mx / 254.0 * (1.0 + 1.0 / 1048576.0);
+    }
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+        double mw = 0;
+        for (int64_t c = c0; c < c0 + B; c++)
+            mw = fmax(mw, fabs((double)w[c]));
+        for (int64_t c = c0; c < c0 + B; c++)
+            t2 += (qmax + 8) * mw * fabs((double)x[c]);
+    }
+    return t1 + (double)(cols / 4 + 64) * U * t2;
 }
 
 /* One projection's check of a place's outputs: within the bound; *loose counts outputs
  * past the GEMV's bound. */
 struct pcheck {
     int bad;
-    long loose;
+    long loose, n;
     double worst;
 };
 
@@ -254,106 +285,147 @@ static void pcheck_add(struct pcheck *pc, double got, double want, double lim, d
     const double e1 = fabs(got - want);
     pc->bad += !(e1 <= lim);
     pc->loose += e1 > lim32;
+    pc->n++;
     pc->worst = fmax(pc->worst, e1 / fmax(lim, 1e-300));
 }
 
-/* gate_up's silu(g)·u against the double sums over x row xr (bounds Bg, Bu by mm). */
+/* gate_up's silu(g)·u against the double sums over x row xr (bounds Bg, Bu by pa; the
+ * float32 GEMV's for the loose count). */
 static void check_gu(struct pcheck *pc, const float *xr, const float *gw, const float *uw,
-                     int64_t d, double got, bool mm, bool quant)
+                     int64_t d, double got, enum path pa, bool quant, int64_t B, int qmax)
 {
     double sg, su;
     const double gg = ddot(xr, gw, d, &sg), uu = ddot(xr, uw, d, &su);
     const double silu = gg / (1.0 + exp(-gg)), want = silu * uu;
     double lim[2];
     for (int i = 0; i < 2; i++) {
-        const double bg = dot_bound(i ? mm : false, quant, d, sg);
-        const double bu = dot_bound(i ? mm : false, quant, d, su);
+        const enum path p = i ? pa : GEMV;
+        const double bg = dot_bound(p, quant, d, sg, xr, gw, B, qmax);
+        const double bu = dot_bound(p, quant, d, su, xr, uw, B, qmax);
         lim[i] = 1.1 * (fabs(uu) * bg + fabs(silu) * bu + bg * bu) + 8 * U * fabs(want);
     }
     pcheck_add(pc, got, want, lim[1], lim[0]);
 }
 
-static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt, int T, int E,
-                         int k, int64_t F, int64_t d, bool hot, bool inv)
+/* The weights of a case: E matrices of each (+ the shared expert's as matrix E), values
+ * as the device holds them. */
+struct xw {
+    int64_t F, d, B;
+    int qmax;
+    bool quant;
+    const float *gv, *uv, *dv;
+};
+
+/* Checks place p (input row xr, expert e) of act and y, by paths pg (gate_up), pd (down). */
+static void check_place(const struct xw *w, struct pcheck *gu, struct pcheck *dnc, enum path pg,
+                        enum path pd, const float *xr, int e, int p, const float *act,
+                        const float *y)
 {
-    struct hy_weight *g = malloc((size_t)E * 3 * sizeof *g), *u = g + E, *dn = g + 2 * E;
+    const int64_t F = w->F, d = w->d;
+    for (int64_t o = 0; o < F; o++)
+        check_gu(&gu[pg], xr, w->gv + ((int64_t)e * F + o) * d, w->uv + ((int64_t)e * F + o) * d,
+                 d, act[(int64_t)p * F + o], pg, w->quant, w->B, w->qmax);
+    for (int64_t o = 0; o < d; o++) {
+        double sa;
+        const float *ar = act + (int64_t)p * F, *wr = w->dv + ((int64_t)e * d + o) * F;
+        const double want = ddot(ar, wr, F, &sa);
+        pcheck_add(&dnc[pd], y[(int64_t)p * d + o], want,
+                   dot_bound(pd, w->quant, F, sa, ar, wr, w->B, w->qmax),
+                   dot_bound(GEMV, w->quant, F, sa, ar, wr, w->B, w->qmax));
+    }
+}
+
+/* The grouped gate_up and down of T tokens routed to k of E experts (sh: the shared
+ * expert rides along as matrix E, T <= HY_MOE_SHARED_MAX_T), checked place by place. */
+static void experts_case(struct hy_backend *be, struct rng *rg, enum hy_dtype dt, int T, int E,
+                         int k, int64_t F, int64_t d, bool hot, bool inv, bool sh)
+{
+    const int Ew = E + sh, P = T * k, P2 = P + (sh ? T : 0);
+    struct hy_weight *g = malloc((size_t)Ew * 3 * sizeof *g), *u = g + Ew, *dn = g + 2 * Ew;
     float *gv, *uv, *dv;
     void *gh, *uh, *dh;
     HY_ASSERT(g);
-    make_experts(rg, dt, E, F, d, g, &gv, &gh);
-    make_experts(rg, dt, E, F, d, u, &uv, &uh);
-    make_experts(rg, dt, E, d, F, dn, &dv, &dh);
+    make_experts(rg, dt, Ew, F, d, g, &gv, &gh);
+    make_experts(rg, dt, Ew, F, d, u, &uv, &uh);
+    make_experts(rg, dt, Ew, d, F, dn, &dv, &dh);
     struct hy_err err = {{0}};
-    CHECKF(be->i->weight_upload_n(be, g, E, &err) == HY_OK &&
-               be->i->weight_upload_n(be, u, E, &err) == HY_OK &&
-               be->i->weight_upload_n(be, dn, E, &err) == HY_OK,
+    CHECKF(be->i->weight_upload_n(be, g, Ew, &err) == HY_OK &&
+               be->i->weight_upload_n(be, u, Ew, &err) == HY_OK &&
+               be->i->weight_upload_n(be, dn, Ew, &err) == HY_OK,
            "%s", err.msg);
     CHECK(be->i->moe_takes(g[0].dtype));
     CHECKF(be->i->set_batch_invariant(be, inv, &err) == HY_OK, "%s", err.msg);
-    const int P = T * k;
     float *logits = malloc((size_t)(T * E) * 4), *x = malloc((size_t)(T * d) * 4);
-    float *act = malloc((size_t)P * (size_t)F * 4), *y = malloc((size_t)P * (size_t)d * 4);
+    float *act = malloc((size_t)P2 * (size_t)F * 4), *y = malloc((size_t)P2 * (size_t)d * 4);
     HY_ASSERT(logits && x && act && y);
     for (int64_t i = 0; i < T * d; i++)
         x[i] = ldexpf(rng_unit(rg), (int)(i % 5) - 2);
     struct hy_moe_route r;
     route_alloc(be, &r, T, E, k);
+    r.xq = dalloc(be, hy_moe_xq_bytes(T, k, d, F));
+    r.shared = sh;
     make_routing(be, rg, &r, logits, NULL, T, E, k, 1.0f, hot);
-    float *dx = dalloc(be, (size_t)(T * d) * 4), *dact = dalloc(be, (size_t)P * (size_t)F * 4);
-    float *dy = dalloc(be, (size_t)P * (size_t)d * 4);
-    for (int64_t i = 0; i < (int64_t)P * F; i++)
+    float *dx = dalloc(be, (size_t)(T * d) * 4), *dact = dalloc(be, (size_t)P2 * (size_t)F * 4);
+    float *dy = dalloc(be, (size_t)P2 * (size_t)d * 4);
+    for (int64_t i = 0; i < (int64_t)P2 * F; i++)
         act[i] = NAN;
-    for (int64_t i = 0; i < (int64_t)P * d; i++)
+    for (int64_t i = 0; i < (int64_t)P2 * d; i++)
         y[i] = NAN;
     be->i->upload(be, dx, x, (size_t)(T * d) * 4);
-    be->i->upload(be, dact, act, (size_t)P * (size_t)F * 4);
-    be->i->upload(be, dy, y, (size_t)P * (size_t)d * 4);
+    be->i->upload(be, dact, act, (size_t)P2 * (size_t)F * 4);
+    be->i->upload(be, dy, y, (size_t)P2 * (size_t)d * 4);
     be->i->moe_gate_up(be, dact, dx, &g[0], &u[0], E, &r, T, k);
     be->i->moe_down(be, dy, dact, &dn[0], E, &r, T, k);
-    be->i->download(be, act, dact, (size_t)P * (size_t)F * 4);
-    be->i->download(be, y, dy, (size_t)P * (size_t)d * 4);
+    be->i->download(be, act, dact, (size_t)P2 * (size_t)F * 4);
+    be->i->download(be, y, dy, (size_t)P2 * (size_t)d * 4);
     CHECKF(be->i->set_batch_invariant(be, false, &err) == HY_OK, "%s", err.msg);
     struct hroute h;
     route_get(be, &h, &r, T, E, k);
     const bool quant = dt != HY_DTYPE_BF16, big = !inv && T > HY_CUDA_MOE_GEMV_MAX;
-    struct pcheck gu[2] = {{0}}, dnc[2] = {{0}}; /* [GEMV, GEMM] */
+    const enum path small = quant && !inv ? MMVQ : GEMV; /* the groups the GEMV takes */
+    const struct xw w = {F, d, hy_dtype_block_elems(dt), dt == HY_DTYPE_Q8_0 ? 127 : 8, quant,
+                         gv, uv, dv};
+    struct pcheck gu[3] = {{0}}, dnc[3] = {{0}}; /* by enum path */
     int largest = 0;
     for (int e = 0; e < E; e++) {
         const int n = h.off[e + 1] - h.off[e];
-        const bool mg = big && n > HY_CUDA_MOE_GEMV_MAX && d % 64 == 0;
-        const bool md = big && n > HY_CUDA_MOE_GEMV_MAX && F % 64 == 0;
+        const bool many = big && n > HY_CUDA_MOE_GEMV_MAX;
+        const enum path pg = many && d % 64 == 0 ? GEMM : small;
+        const enum path pd = many && F % 64 == 0 ? GEMM : small;
         largest = n > largest ? n : largest;
-        n_mm_places += mg ? n : 0;
-        for (int p = h.off[e]; p < h.off[e + 1]; p++) {
-            const float *xr = x + (int64_t)h.rows[p] * d;
-            for (int64_t o = 0; o < F; o++)
-                check_gu(&gu[mg], xr, gv + ((int64_t)e * F + o) * d, uv + ((int64_t)e * F + o) * d,
-                         d, act[(int64_t)p * F + o], mg, quant);
-            for (int64_t o = 0; o < d; o++) {
-                double sa;
-                const double want =
-                    ddot(act + (int64_t)p * F, dv + ((int64_t)e * d + o) * F, F, &sa);
-                pcheck_add(&dnc[md], y[(int64_t)p * d + o], want, dot_bound(md, quant, F, sa),
-                           dot_bound(false, quant, F, sa));
-            }
-        }
+        n_mm_places += pg == GEMM ? n : 0;
+        for (int p = h.off[e]; p < h.off[e + 1]; p++)
+            check_place(&w, gu, dnc, pg, pd, x + (int64_t)h.rows[p] * d, e, p, act, y);
     }
-    worst_gu = fmax(worst_gu, gu[0].worst), worst_dn = fmax(worst_dn, dnc[0].worst);
-    worst_mm_gu = fmax(worst_mm_gu, gu[1].worst), worst_mm_dn = fmax(worst_mm_dn, dnc[1].worst);
-    CHECKF(gu[0].bad + gu[1].bad + dnc[0].bad + dnc[1].bad == 0,
-           "experts %s T=%d E=%d k=%d F=%lld d=%lld%s: %d/%d (GEMV/GEMM) gate_up and %d/%d "
-           "down values out of bounds", hy_dtype_name(dt), T, E, k, (long long)F, (long long)d,
-           inv ? " invariant" : "", gu[0].bad, gu[1].bad, dnc[0].bad, dnc[1].bad);
+    for (int t = 0; sh && t < T; t++) /* the shared expert: token t at place P + t */
+        check_place(&w, gu, dnc, small, small, x + (int64_t)t * d, E, P + t, act, y);
+    n_sh_places += sh ? T : 0;
+    worst_gu = fmax(worst_gu, gu[GEMV].worst), worst_dn = fmax(worst_dn, dnc[GEMV].worst);
+    worst_mm_gu = fmax(worst_mm_gu, gu[GEMM].worst);
+    worst_mm_dn = fmax(worst_mm_dn, dnc[GEMM].worst);
+    worst_q_gu = fmax(worst_q_gu, gu[MMVQ].worst), worst_q_dn = fmax(worst_q_dn, dnc[MMVQ].worst);
+    CHECKF(gu[0].bad + gu[1].bad + gu[2].bad + dnc[0].bad + dnc[1].bad + dnc[2].bad == 0,
+           "experts %s T=%d E=%d k=%d F=%lld d=%lld%s%s: %d/%d/%d (GEMV/GEMM/int8 GEMV) "
+           "gate_up and %d/%d/%d down values out of bounds", hy_dtype_name(dt), T, E, k,
+           (long long)F, (long long)d, inv ? " invariant" : "", sh ? " shared" : "", gu[0].bad,
+           gu[1].bad, gu[2].bad, dnc[0].bad, dnc[1].bad, dnc[2].bad);
     /* the GEMM ran where it should: its bf16 rounding shows (the GEMV groups' never) */
     const bool want_mm = big && largest > HY_CUDA_MOE_GEMV_MAX;
-    CHECKF(!want_mm || d % 64 || gu[1].loose > 0,
+    CHECKF(!want_mm || d % 64 || gu[GEMM].loose > 0,
            "experts %s T=%d F=%lld d=%lld: gate_up's large groups not through the GEMM",
            hy_dtype_name(dt), T, (long long)F, (long long)d);
-    CHECKF(!want_mm || F % 64 || dnc[1].loose > 0,
+    CHECKF(!want_mm || F % 64 || dnc[GEMM].loose > 0,
            "experts %s T=%d F=%lld d=%lld: down's large groups not through the GEMM",
            hy_dtype_name(dt), T, (long long)F, (long long)d);
+    /* likewise the int8 activations (their rounding shows), and never in the float32 GEMV */
+    CHECKF(gu[MMVQ].n == 0 || (gu[MMVQ].loose > 0 && dnc[MMVQ].n > 0 && dnc[MMVQ].loose > 0),
+           "experts %s T=%d: the quantized experts' GEMVs did not take int8 activations",
+           hy_dtype_name(dt), T);
+    CHECKF(gu[GEMV].loose + dnc[GEMV].loose == 0, "experts %s T=%d: %ld GEMV values past the "
+           "float32 bound", hy_dtype_name(dt), T, gu[GEMV].loose + dnc[GEMV].loose);
     CHECKF(!hot || largest == T, "hot expert: %d places of %d", largest, T);
     route_hfree(&h);
+    be->i->free(be, r.xq);
     route_free(be, &r);
     be->i->free(be, dx), be->i->free(be, dact), be->i->free(be, dy);
     be->i->free(be, (void *)g[0].data), be->i->free(be, (void *)u[0].data);
@@ -435,19 +507,24 @@ int main(void)
             const int64_t F = ec[i][3], d = ec[i][4], B = hy_dtype_block_elems(dts[ti]);
             if (F % B == 0 && d % B == 0)
                 experts_case(be, &rg, dts[ti], ec[i][0], ec[i][1], ec[i][2], F, d, ec[i][5],
-                             false);
+                             false, ec[i][0] <= HY_MOE_SHARED_MAX_T && i % 2 == 0);
         }
     /* the batch-invariant mode: GEMVs alone, whatever the group sizes */
-    experts_case(be, &rg, HY_DTYPE_BF16, 70, 8, 2, 128, 256, true, true);
-    experts_case(be, &rg, HY_DTYPE_Q4_0, 70, 8, 2, 128, 256, true, true);
+    experts_case(be, &rg, HY_DTYPE_BF16, 70, 8, 2, 128, 256, true, true, false);
+    experts_case(be, &rg, HY_DTYPE_Q4_0, 70, 8, 2, 128, 256, true, true, false);
+    experts_case(be, &rg, HY_DTYPE_Q4_0, 6, 8, 2, 128, 256, false, true, true);
+    /* a decode step of the 30B-A3B's matrix shapes: one token, 8 experts and the shared */
+    experts_case(be, &rg, HY_DTYPE_Q4_G128, 1, 16, 8, 768, 2048, false, false, true);
     combine_case(be, &rg, 1, 8, 2, 64);
     combine_case(be, &rg, 37, 128, 8, 2048);
     be->i->destroy(be);
     fprintf(stderr, "%d cases; route weights worst %.3g relative, %d near-tie swaps; experts "
-            "worst error/bound: GEMV gate_up %.3g, down %.3g; GEMM (%ld places) gate_up %.3g, "
-            "down %.3g\n",
-            n_cases, worst_route_w, n_near, worst_gu, worst_dn, n_mm_places, worst_mm_gu,
-            worst_mm_dn);
+            "worst error/bound: GEMV gate_up %.3g, down %.3g; int8 GEMV gate_up %.3g, down "
+            "%.3g; GEMM (%ld places) gate_up %.3g, down %.3g\n",
+            n_cases, worst_route_w, n_near, worst_gu, worst_dn, worst_q_gu, worst_q_dn,
+            n_mm_places, worst_mm_gu, worst_mm_dn);
     CHECKF(n_mm_places > 0, "no places through the grouped GEMM");
+    CHECKF(worst_q_gu > 0 && worst_q_dn > 0, "no places through the int8 grouped GEMV");
+    CHECKF(n_sh_places > 0, "no shared expert through the grouped ops");
     return test_result();
 }

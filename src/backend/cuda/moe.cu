@@ -21,13 +21,11 @@ static __device__ __forceinline__ float sigm(float z)
     return 1.0f / (1.0f + expf(-z));
 }
 
-__global__ void route_kernel(int32_t *ids, float *w, const float *logits, const float *bias,
-                             int T, int E, int k, float scale)
+/* Token t's k choices and weights, by one warp (lane: the thread's). */
+static __device__ void route_token(int32_t *ids, float *w, const float *logits,
+                                   const float *bias, int t, int lane, int E, int k,
+                                   float scale)
 {
-    const int lane = threadIdx.x & 31;
-    const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (t >= T)
-        return;
     const float *l = logits + (int64_t)t * E;
     uint32_t taken = 0; /* bit i: expert lane + 32 i chosen already */
     for (int j = 0; j < k; j++) {
@@ -98,8 +96,9 @@ static __device__ int block_scan(int v, int *total)
     return x - v + (warp > 0 ? warp_sum[warp - 1] : 0);
 }
 
-__global__ void group_kernel(const int32_t *ids, int P, int E, int k, int32_t *off, int32_t *rows,
-                             int32_t *sel, int32_t *act)
+/* The grouping of the P pairs, by one block (blockDim.x >= E, a multiple of 32). */
+static __device__ void group_pairs(const int32_t *ids, int P, int E, int k, int32_t *off,
+                                   int32_t *rows, int32_t *sel, int32_t *act)
 {
     const int e = threadIdx.x;
     int n = 0;
@@ -124,6 +123,20 @@ __global__ void group_kernel(const int32_t *ids, int P, int E, int k, int32_t *o
             sel[i] = base++;
             n--;
         }
+}
+
+/* Routing then grouping in one block: the grouping needs every token's choices, which a
+ * block sees after its barrier (a decode step's MoE layer is then one launch shorter). */
+__global__ void __launch_bounds__(1024)
+    route_group_kernel(int32_t *ids, float *w, const float *logits, const float *bias, int T,
+                       int E, int k, float scale, int32_t *off, int32_t *rows, int32_t *sel,
+                       int32_t *act)
+{
+    const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    for (int t = threadIdx.x >> 5; t < T; t += nw)
+        route_token(ids, w, logits, bias, t, lane, E, k, scale);
+    __syncthreads(); /* ids of every token written, visible to the block */
+    group_pairs(ids, T * k, E, k, off, rows, sel, act);
 }
 
 /* A unit of a row: 8 bf16 (16 bytes), or one quant block (qmatmul.h's split layout). */
@@ -251,15 +264,13 @@ template <int CODE, bool GU>
 __global__ void gemv_kernel(float *out, const float *x, const unsigned char *w0,
                             const unsigned char *w1, size_t stride, int64_t n_rows, int64_t cols,
                             const int32_t *off, const int32_t *rows, const int32_t *act,
-                            int max_n)
+                            int max_n, hy_cuda_moe_sh sh)
 {
-    if ((int)blockIdx.x >= act[0])
-        return;
-    const int e = act[1 + blockIdx.x];
+    int e, p0, n;
     const int64_t r = (int64_t)blockIdx.y * GEMV_WARPS + (threadIdx.x >> 5);
-    const int p0 = off[e], n = off[e + 1] - p0;
-    if (r >= n_rows || n > max_n) /* larger groups: the grouped GEMM (moe_mma.cu) */
+    if (!hy_moe_group_of(off, act, max_n, sh, &e, &p0, &n) || r >= n_rows)
         return;
+    const bool shared = sh.e >= 0 && blockIdx.x == gridDim.x - 1;
     const unsigned char *g = w0 + (size_t)e * stride, *u = GU ? w1 + (size_t)e * stride : NULL;
     for (int i0 = 0; i0 < n; i0 += GEMV_NT) {
         const int nt = n - i0 < GEMV_NT ? n - i0 : GEMV_NT;
@@ -267,7 +278,7 @@ __global__ void gemv_kernel(float *out, const float *x, const unsigned char *w0,
 #pragma unroll
         for (int t = 0; t < GEMV_NT; t++) {
             const int p = p0 + i0 + (t < nt ? t : nt - 1);
-            xr[t] = x + (int64_t)(GU ? rows[p] : p) * cols;
+            xr[t] = x + (int64_t)(GU ? (shared ? p - p0 : rows[p]) : p) * cols;
         }
         float a[GEMV_NT], b[GEMV_NT];
         row_dot<CODE>(g, n_rows, cols, r, xr, nt, a);
@@ -311,35 +322,32 @@ __global__ void combine_kernel(float *out, const float *acc, const float *y, con
 }
 
 extern "C" void hy_cuda_moe_route(cudaStream_t st, int32_t *ids, float *w, const float *logits,
-                                  const float *bias, int T, int E, int k, float scale)
+                                  const float *bias, int T, int E, int k, float scale,
+                                  int32_t *off, int32_t *rows, int32_t *sel, int32_t *act)
 {
     if (T <= 0)
         return;
-    route_kernel<<<(T + 3) / 4, 128, 0, st>>>(ids, w, logits, bias, T, E, k, scale);
-    HY_CUDA_CHECK_LAUNCH();
-}
-
-extern "C" void hy_cuda_moe_group(cudaStream_t st, const int32_t *ids, int P, int E, int k,
-                                  int32_t *off, int32_t *rows, int32_t *sel, int32_t *act)
-{
-    const int threads = (E + 31) / 32 * 32;
-    group_kernel<<<1, threads, 0, st>>>(ids, P, E, k, off, rows, sel, act);
+    route_group_kernel<<<1, 1024, 0, st>>>(ids, w, logits, bias, T, E, k, scale, off, rows, sel,
+                                           act);
     HY_CUDA_CHECK_LAUNCH();
 }
 
 template <int CODE>
 static void gemv(cudaStream_t st, float *out, const float *x, const void *w0, const void *w1,
                  size_t stride, int64_t n_rows, int64_t cols, bool gate_up, const int32_t *off,
-                 const int32_t *rows, const int32_t *act, int slots, int max_n)
+                 const int32_t *rows, const int32_t *act, int slots, int max_n,
+                 hy_cuda_moe_sh sh)
 {
-    const dim3 grid((unsigned)slots, (unsigned)((n_rows + GEMV_WARPS - 1) / GEMV_WARPS));
+    const dim3 grid((unsigned)(slots + (sh.e >= 0)),
+                    (unsigned)((n_rows + GEMV_WARPS - 1) / GEMV_WARPS));
     if (gate_up)
         gemv_kernel<CODE, true><<<grid, 32 * GEMV_WARPS, 0, st>>>(
             out, x, (const unsigned char *)w0, (const unsigned char *)w1, stride, n_rows, cols,
-            off, rows, act, max_n);
+            off, rows, act, max_n, sh);
     else
         gemv_kernel<CODE, false><<<grid, 32 * GEMV_WARPS, 0, st>>>(
-            out, x, (const unsigned char *)w0, NULL, stride, n_rows, cols, off, rows, act, max_n);
+            out, x, (const unsigned char *)w0, NULL, stride, n_rows, cols, off, rows, act, max_n,
+            sh);
     HY_CUDA_CHECK_LAUNCH();
 }
 
@@ -347,26 +355,26 @@ extern "C" void hy_cuda_moe_gemv(cudaStream_t st, float *out, const float *x, co
                                  const void *w1, size_t stride, int code, int64_t n_rows,
                                  int64_t cols, bool gate_up, const int32_t *off,
                                  const int32_t *rows, const int32_t *act, int slots,
-                                 int max_n)
+                                 int max_n, hy_cuda_moe_sh sh)
 {
-    if (slots <= 0)
+    if (slots <= 0 && sh.e < 0)
         return;
     switch (code) {
     case HY_CUDA_MOE_BF16:
         gemv<HY_CUDA_MOE_BF16>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                               slots, max_n);
+                               slots, max_n, sh);
         break;
     case HY_CUDA_Q8_0:
         gemv<HY_CUDA_Q8_0>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                           slots, max_n);
+                           slots, max_n, sh);
         break;
     case HY_CUDA_Q4_0:
         gemv<HY_CUDA_Q4_0>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                           slots, max_n);
+                           slots, max_n, sh);
         break;
     case HY_CUDA_Q4_G128:
         gemv<HY_CUDA_Q4_G128>(st, out, x, w0, w1, stride, n_rows, cols, gate_up, off, rows, act,
-                              slots, max_n);
+                              slots, max_n, sh);
         break;
     default:
         hy_cuda_fail(__FILE__, __LINE__, "hy_cuda_moe_gemv", "weight type not taken");

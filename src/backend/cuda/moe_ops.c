@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_ctx.h"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/qmatmul.h"
+#include "backend/cuda/qmmvq.h"
 
 #include <limits.h>
 
@@ -103,8 +104,8 @@ void hy_cuda_op_moe_route(struct hy_backend *be, const struct hy_moe_route *r,
     HY_ASSERT(T >= 0 && k >= 1 && k <= E && k <= HY_CUDA_MOE_MAX_K && E <= HY_CUDA_MOE_MAX_E);
     if (hy_cuda_replaying(c) || T == 0)
         return;
-    hy_cuda_moe_route(c->stream, r->ids, r->w, logits, bias, T, E, k, scale);
-    hy_cuda_moe_group(c->stream, r->ids, T * k, E, k, r->off, r->rows, r->sel, r->act);
+    hy_cuda_moe_route(c->stream, r->ids, r->w, logits, bias, T, E, k, scale, r->off, r->rows,
+                      r->sel, r->act);
 }
 
 /* Launch slots: at most one an expert, at most one a routed pair. */
@@ -121,6 +122,32 @@ static bool use_mma(const struct cuda_ctx *c, const struct hy_weight *w, int T)
     return !c->invariant && T > HY_CUDA_MOE_GEMV_MAX && hy_cuda_moe_mma_fits(w->rows, w->cols);
 }
 
+/* The GEMVs of the experts with at most max_n places, outside the batch-invariant mode by
+ * moe_mmvq.cu (quantized experts from int8 activations quantized here into r->xq, where the
+ * routing has that scratch; bf16 from x), else the float32 GEMV of moe.cu, whose
+ * quantized products keep float32 activations as the invariant matmul's do. n_in input rows
+ * x of cols; in_row the rows of the places (NULL: the place). */
+static void grouped_gemv(struct cuda_ctx *c, float *out, const float *x, int n_in,
+                         const int32_t *in_row, const struct hy_weight *w0, const void *w1,
+                         const struct hy_moe_route *r, int E, int T, int k, int max_n)
+{
+    const int code = code_of(w0->dtype), qt = code >= 0 ? code : -1;
+    const size_t stride = stride_of(qt, w0->rows, w0->cols);
+    HY_ASSERT(!r->shared || T <= HY_MOE_SHARED_MAX_T);
+    const struct hy_cuda_moe_sh sh = {r->shared ? E : -1, T * k, T};
+    if (!c->invariant && hy_cuda_moe_mmvq_fits(code, w0->cols, stride) &&
+        (code < 0 ? !((uintptr_t)x & 15) : r->xq != NULL)) {
+        if (code >= 0)
+            hy_cuda_mmvq_quantize(c->stream, r->xq, x, n_in, w0->cols);
+        hy_cuda_moe_mmvq(c->stream, out, code >= 0 ? r->xq : (const void *)x, n_in, in_row,
+                         w0->data, w1, stride, code, w0->rows, w0->cols, r->off, r->act,
+                         slots(E, T, k), max_n, T, sh);
+        return;
+    }
+    hy_cuda_moe_gemv(c->stream, out, x, w0->data, w1, stride, code, w0->rows, w0->cols,
+                     w1 != NULL, r->off, r->rows, r->act, slots(E, T, k), max_n, sh);
+}
+
 void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
                             const struct hy_weight *gate, const struct hy_weight *up, int E,
                             const struct hy_moe_route *r, int T, int k)
@@ -135,9 +162,8 @@ void hy_cuda_op_moe_gate_up(struct hy_backend *be, float *act, const float *x,
     const int qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, gate->rows, gate->cols);
     const bool mm = use_mma(c, gate, T);
-    hy_cuda_moe_gemv(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
-                     gate->cols, true, r->off, r->rows, r->act, slots(E, T, k),
-                     mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
+    grouped_gemv(c, act, x, T, r->rows, gate, up->data, r, E, T, k,
+                 mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
     if (mm)
         hy_cuda_moe_mma(c->stream, act, x, gate->data, up->data, stride, code, gate->rows,
                         gate->cols, true, r->off, r->rows, r->act, slots(E, T, k), T,
@@ -156,9 +182,8 @@ void hy_cuda_op_moe_down(struct hy_backend *be, float *y, const float *act,
     const int qt = code >= 0 ? code : -1;
     const size_t stride = stride_of(qt, down->rows, down->cols);
     const bool mm = use_mma(c, down, T);
-    hy_cuda_moe_gemv(c->stream, y, act, down->data, NULL, stride, code, down->rows, down->cols,
-                     false, r->off, r->rows, r->act, slots(E, T, k),
-                     mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
+    grouped_gemv(c, y, act, T * k + (r->shared ? T : 0), NULL, down, NULL, r, E, T, k,
+                 mm ? HY_CUDA_MOE_GEMV_MAX : INT_MAX);
     if (mm)
         hy_cuda_moe_mma(c->stream, y, act, down->data, NULL, stride, code, down->rows,
                         down->cols, false, r->off, r->rows, r->act, slots(E, T, k), T,

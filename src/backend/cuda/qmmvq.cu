@@ -6,18 +6,13 @@
  *
  * GEMV: as qmatmul.cu's register-dequantizing kernel, a thread block owns R consecutive
  * output rows and its threads take the rows' 16-byte pieces of quants in turn (piece k of
- * every row, then k + blockDim, ...), loaded once with L1 no-allocate. A piece lies in one
- * weight block and pairs with 16 (Q8_0) or 2 x 16 (4-bit) int8 activations, one 16-byte
- * read-only load each, shared by the R rows. Q8_0: the 4 words of the piece dp4a'd with
- * the 4 words of x. 4-bit: a word's low nibbles (u & 0x0F0F0F0F) and high nibbles
- * ((u >> 4) & 0x0F0F0F0F) are unsigned 0..15, dp4a'd with the x of the low and of the high
- * elements; the zero point 8 is taken off with the half-blocks' d·Σq. Where the low and
- * high elements lie: Q4_0 piece k is block k, elements j and j + 16 of byte j, one x block
- * (32 columns); Q4_G128 piece k is quarter k & 3 of block k >> 2, elements 16(k&3) + i and
- * 64 + 16(k&3) + i, two x blocks. The partial sums are reduced as in every GEMV here
- * (gemv_util.cuh, a fixed order). */
+ * every row, then k + blockDim, ...), loaded once with L1 no-allocate; a piece's
+ * activations (one 16-byte read-only load, two for the 4-bit types) serve the R rows. The
+ * arithmetic of a piece is mmvq_dot.cuh's. The partial sums are reduced as in every GEMV
+ * here (gemv_util.cuh, a fixed order). */
 #include "backend/cuda/qmmvq.h"
 #include "backend/cuda/gemv_util.cuh"
+#include "backend/cuda/mmvq_dot.cuh"
 #include "backend/cuda/qmatmul.h"
 
 #include <cuda_fp16.h>
@@ -29,21 +24,6 @@ extern "C" size_t hy_cuda_mmvq_x_bytes(int T, int64_t cols)
     const size_t nq = ((size_t)T * (size_t)cols + 15) & ~(size_t)15;
     const size_t nd = ((size_t)T * (size_t)(cols / 32) * 4 + 15) & ~(size_t)15;
     return nq + nd + (size_t)T * (size_t)(cols / 16) * 4;
-}
-
-/* The three parts of xq. */
-struct mv_x {
-    const int8_t *q;
-    const float *d, *s;
-};
-
-static __host__ __device__ mv_x mv_parts(const void *xq, int T, int cols)
-{
-    const size_t nq = ((size_t)T * (size_t)cols + 15) & ~(size_t)15;
-    const size_t nd = ((size_t)T * (size_t)(cols / 32) * 4 + 15) & ~(size_t)15;
-    const char *p = (const char *)xq;
-    mv_x x = {(const int8_t *)p, (const float *)(p + nq), (const float *)(p + nq + nd)};
-    return x;
 }
 
 extern "C" bool hy_cuda_mmvq_fits(int qt, int64_t rows, int64_t cols, int T, const void *w)
@@ -88,31 +68,6 @@ extern "C" void hy_cuda_mmvq_quantize(cudaStream_t st, void *xq, const float *x,
     HY_CUDA_CHECK_LAUNCH();
 }
 
-static __device__ __forceinline__ float mv_h2f(uint16_t h)
-{
-    return __half2float(__ushort_as_half(h));
-}
-
-static __device__ __forceinline__ int mv_dot4(const uint4 w, const int4 x, int acc)
-{
-    acc = __dp4a((int)w.x, x.x, acc);
-    acc = __dp4a((int)w.y, x.y, acc);
-    acc = __dp4a((int)w.z, x.z, acc);
-    return __dp4a((int)w.w, x.w, acc);
-}
-
-/* QT's quant bytes a block (QB) and 16-byte pieces a block. */
-template <int QT> struct mv_traits;
-template <> struct mv_traits<HY_CUDA_Q8_0> {
-    static constexpr int B = 32, QB = 32;
-};
-template <> struct mv_traits<HY_CUDA_Q4_0> {
-    static constexpr int B = 32, QB = 16;
-};
-template <> struct mv_traits<HY_CUDA_Q4_G128> {
-    static constexpr int B = 128, QB = 64;
-};
-
 template <int QT, int NT, int R>
 __global__ void __launch_bounds__(MV_MAX_THREADS)
     mv_gemv_kernel(float *out, const int8_t *xq, const float *xd, const float *xs,
@@ -133,56 +88,21 @@ __global__ void __launch_bounds__(MV_MAX_THREADS)
     float acc[R][NT];
     gemv_zero(acc);
     for (int k = threadIdx.x; k < n16; k += blockDim.x) {
-        uint4 v[R];
+        mv_w w[R];
         float d[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            v[r] = ld_stream(wr[r] + k);
-        const int blk = QT == HY_CUDA_Q8_0 ? k >> 1 : QT == HY_CUDA_Q4_0 ? k : k >> 2;
+            w[r] = mv_split<QT>(ld_stream(wr[r] + k));
 #pragma unroll
         for (int r = 0; r < R; r++)
-            d[r] = mv_h2f(__ldg(sr[r] + blk));
-        if (QT == HY_CUDA_Q8_0) {
+            d[r] = mv_h2f(__ldg(sr[r] + mv_block<QT>(k)));
 #pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const int4 a = __ldg((const int4 *)(xq + (int64_t)t * cols + 16 * k));
-                const float dx = __ldg(xd + (int64_t)t * nd + (k >> 1));
+        for (int t = 0; t < NT; t++) {
+            const mv_xp x = mv_load_x<QT>(xq + (int64_t)t * cols, xd + (int64_t)t * nd,
+                                          xs + (int64_t)t * ns, k);
 #pragma unroll
-                for (int r = 0; r < R; r++)
-                    acc[r][t] = fmaf(d[r] * dx, (float)mv_dot4(v[r], a, 0), acc[r][t]);
-            }
-        } else {
-            /* columns of the low elements (lo) and of the high ones (lo + hi) */
-            const int lo = QT == HY_CUDA_Q4_0 ? 32 * k : 128 * (k >> 2) + 16 * (k & 3);
-            const int hi = QT == HY_CUDA_Q4_0 ? 16 : 64;
-            uint4 wl[R], wh[R];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                wl[r] = make_uint4(v[r].x & 0x0F0F0F0Fu, v[r].y & 0x0F0F0F0Fu,
-                                   v[r].z & 0x0F0F0F0Fu, v[r].w & 0x0F0F0F0Fu);
-                wh[r] = make_uint4((v[r].x >> 4) & 0x0F0F0F0Fu, (v[r].y >> 4) & 0x0F0F0F0Fu,
-                                   (v[r].z >> 4) & 0x0F0F0F0Fu, (v[r].w >> 4) & 0x0F0F0F0Fu);
-            }
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const int8_t *xt = xq + (int64_t)t * cols;
-                const int4 al = __ldg((const int4 *)(xt + lo));
-                const int4 ah = __ldg((const int4 *)(xt + lo + hi));
-                const float dl = __ldg(xd + (int64_t)t * nd + (lo >> 5));
-                const float dh = __ldg(xd + (int64_t)t * nd + ((lo + hi) >> 5));
-                const float z = 8.0f * (__ldg(xs + (int64_t)t * ns + (lo >> 4)) +
-                                        __ldg(xs + (int64_t)t * ns + ((lo + hi) >> 4)));
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float p;
-                    if (QT == HY_CUDA_Q4_0) /* one x block: dl == dh */
-                        p = dl * (float)mv_dot4(wh[r], ah, mv_dot4(wl[r], al, 0));
-                    else
-                        p = fmaf(dh, (float)mv_dot4(wh[r], ah, 0),
-                                 dl * (float)mv_dot4(wl[r], al, 0));
-                    acc[r][t] = fmaf(d[r], p - z, acc[r][t]);
-                }
-            }
+            for (int r = 0; r < R; r++)
+                acc[r][t] = mv_fma<QT>(acc[r][t], d[r], w[r], x);
         }
     }
     /* blockDim.x >= 64 >= R * NT */
