@@ -221,6 +221,7 @@ static struct moe_job job_for(struct hy_cpu_ctx *c, const struct hy_weight *w0,
                   (!w1 || (w1[e].dtype == w0->dtype && w1[e].rows == w0->rows &&
                            w1[e].cols == w0->cols)));
     HY_ASSERT(w0->dtype >= 0 && w0->dtype < HY_DTYPE_COUNT);
+    HY_ASSERT(!r->shared); /* the shared expert rides along on CUDA only (hy_v3.c's sh_stacked) */
     HY_ASSERT(!w1 || (w1->dtype == w0->dtype && w1->rows == w0->rows && w1->cols == w0->cols));
     struct moe_job j = {
         .c = c,
