@@ -241,13 +241,14 @@ void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const 
  * per `block` values into c's xq_* arrays, on the pool.
  * hy_cpu_xq_row: row t of those from column col; aux (or NULL) holds q_prep's form of the
  * rows, cols / 128 * HY_CPU_AUX_PER_128 bytes a row.
- * hy_cpu_pool_for_balanced: fn over [0, n) on the pool in pieces of at least min_grab items,
- * each thread its own contiguous range first, then what the others left (matmul.c). */
+ * hy_cpu_pool_for_balanced: fn over [0, n) on the pool in pieces of at least min_grab items
+ * (and at most max_grab, when > 0), each thread its own contiguous range first, then what
+ * the others left (matmul.c). */
 void hy_cpu_quantize_rows(struct hy_cpu_ctx *c, const float *x, int n, int64_t cols, int block);
 struct hy_cpu_xq hy_cpu_xq_row(const struct hy_cpu_ctx *c, const unsigned char *aux,
                                int64_t cols, int64_t t, int64_t col);
-void hy_cpu_pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab, hy_pool_fn fn,
-                              void *job);
+void hy_cpu_pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab,
+                              int64_t max_grab, hy_pool_fn fn, void *job);
 
 /* The fast backend's mixture-of-experts ops (moe_ops.c; backend.h has the contracts). */
 void hy_cpu_moe_route(struct hy_cpu_ctx *c, const struct hy_moe_route *r, const float *logits,

@@ -300,16 +300,18 @@ static void dyn_run(void *ctx, int64_t a, int64_t b, int tid)
     }
 }
 
-/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab),
- * smaller near the end of each thread's range (down to min_grab / 4). */
-void hy_cpu_pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab, hy_pool_fn fn,
-                              void *job)
+/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab,
+ * at most max_grab when that is > 0), smaller near the end of each thread's range (down to
+ * min_grab / 4). */
+void hy_cpu_pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab,
+                              int64_t max_grab, hy_pool_fn fn, void *job)
 {
     int threads = hy_pool_size(pool);
     if (threads > DYN_MAX_THREADS)
         threads = DYN_MAX_THREADS;
     struct dyn_job d = {.fn = fn, .job = job, .n = n};
     d.grab = n / ((int64_t)DYN_PIECES * threads);
+    d.grab = max_grab > 0 && d.grab > max_grab ? max_grab : d.grab;
     d.grab = d.grab > min_grab ? d.grab : min_grab;
     d.tail = min_grab / 4 > 1 ? min_grab / 4 : 1;
     int64_t pieces = (n + d.grab - 1) / d.grab;
@@ -400,8 +402,8 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
                 j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
                 j.dtype = w->dtype;
-                hy_cpu_pool_for_balanced(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1,
-                                 packed_range, &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL,
+                                         1, 0, packed_range, &j);
                 continue;
             }
             if (k->q_pack && n > 1 && T < PACK_MIN_TOKENS) {
@@ -410,12 +412,12 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                     hy_cpu_xq_half_sums(c->xq_g + t * (w->cols / 128), &xt, w->cols);
                 }
                 j.gs = c->xq_g;
-                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, row_tokens_range,
-                                  &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0,
+                                         row_tokens_range, &j);
                 continue;
             }
             if (n == 1)
-                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0, mm_range, &j);
             else
                 hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
         }
@@ -436,7 +438,7 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
     if (T == 0 || w->rows == 0)
         return;
     if (T == 1)
-        hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
+        hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0, mm_range, &j);
     else
         hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
 }
@@ -528,5 +530,5 @@ void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const 
         struct hy_cpu_xq xt = xq_token(&m.j[0], t, 0);
         hy_cpu_xq_half_sums(c->xq_g + t * (cols / 128), &xt, cols);
     }
-    hy_cpu_pool_for_balanced(c->pool, m.g0[n], MIN_GROUPS_DYN, multi_range, &m);
+    hy_cpu_pool_for_balanced(c->pool, m.g0[n], MIN_GROUPS_DYN, 0, multi_range, &m);
 }

@@ -31,6 +31,10 @@
 /* Places an item runs together: q_gemm's token tile. */
 #define GROUP HY_CPU_GEMM_TOKENS
 
+/* Most panels one piece of the balanced split holds: two thirds of a 30B-A3B expert's gate
+ * and up rows (24 panels), a quarter of its down rows (64 panels). */
+#define MAX_GRAB_PANELS 16
+
 enum moe_path { PATH_FLOAT, PATH_DOT, PATH_PACKED };
 
 struct moe_job {
@@ -49,11 +53,12 @@ struct moe_job {
     const unsigned char *aux; /* q_prep's form of the slab, or NULL */
 };
 
-/* Fewest routed places an expert has on average (T * k / E) for packing to pay: a packed
- * panel costs about two dot passes over its rows (8-layer 30B-A3B Q8_0, 2 threads: decode
- * 17 tok/s through q_dot, 10 through the packed panels; a 64-token prompt, 4 places an
- * expert, 33 against 50 tok/s). */
-#define PACK_MIN_PLACES 2
+/* Fewest routed places an expert has on average (T * k / E) for packing to pay: packing a
+ * panel costs a few dot passes over its rows. 8-layer 30B-A3B Q8_0, 2 threads, process CPU
+ * time on the loaded development VM: decode 17 tok/s through q_dot against 10 through the
+ * packed panels; 64-token prompts (4 places an expert) 6.5-6.6 s through q_dot against
+ * 6.8-7.4 packed, 256-token prompts (16 places) 8.4 s against 6.3-6.6. */
+#define PACK_MIN_PLACES 8
 
 /* How the kernels k run a matrix of `cols` columns in a call of T tokens, k choices and E
  * experts (module comment): a function of the call's shape only, never of the routing. */
@@ -207,7 +212,10 @@ static void run_slabs(struct moe_job *j, int n)
             struct hy_cpu_xq xt = hy_cpu_xq_row(c, j->aux, j->cols, t, 0);
             j->k->q_prep((unsigned char *)xt.aux, &xt, j->cols);
         }
-        hy_cpu_pool_for_balanced(c->pool, j->act[0] * j->panels, 1, moe_items, j);
+        /* pieces of at most MAX_GRAB_PANELS panels: a thread the machine deschedules
+         * while it holds a piece leaves the others at most that much to wait for */
+        hy_cpu_pool_for_balanced(c->pool, j->act[0] * j->panels, 1, MAX_GRAB_PANELS, moe_items,
+                                 j);
     }
 }
 
