@@ -44,6 +44,7 @@ static const struct cli_cmd cmd = {
     "                      hy_v3 also mlp_layer_types: the config transformers >= 5.6 writes)\n"
     "  --layers N --hidden N --heads N --kv-heads N --head-dim N --ffn N --vocab N\n"
     "                      override the preset's shapes\n"
+    "  --expert-ffn N      hy_v3: the experts' width (moe_intermediate_size)\n"
     "  --shard-size BYTES  split into shards of at most this many bytes, with an index\n"
     "                      (default: 7b preset 5e9, others one file)\n"
     "  --dry-run           print the tensor count, parameters and bytes; write nothing\n"
@@ -259,7 +260,7 @@ static int make(struct mk *k, const char *dir, bool rope_params)
 int cmd_make_test_model(int argc, char **argv)
 {
     const char *out = NULL, *pname = "tiny", *dtype = "bf16", *rope_form = "scaling";
-    int64_t seed = 1, shard = -1;
+    int64_t seed = 1, shard = -1, expert_ffn = -1;
     struct shape ov = {-1, -1, -1, -1, -1, -1, -1, 0, 0};
     struct mk k = {0};
     struct cli_opt opts[] = {
@@ -279,6 +280,7 @@ int cmd_make_test_model(int argc, char **argv)
         {"head-dim", CLI_INT, &ov.hd, 2, 1024, false},
         {"ffn", CLI_INT, &ov.ffn, 1, 1 << 20, false},
         {"vocab", CLI_INT, &ov.vocab, 32, 1 << 24, false},
+        {"expert-ffn", CLI_INT, &expert_ffn, 1, 1 << 20, false},
         {"shard-size", CLI_INT, &shard, 1, 1e15, false},
     };
     const char *pos[1];
@@ -286,6 +288,8 @@ int cmd_make_test_model(int argc, char **argv)
     int r = cli_parse(&cmd, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 0, &n_pos);
     if (r)
         return r == CLI_HELP ? 0 : 2;
+    if (expert_ffn > 0 && !hy_hyv3_preset(&(struct hy_hyv3_shape){0}, pname))
+        return cli_fail(&cmd, "--expert-ffn applies to the hy_v3 presets only");
     if (!out && !k.dry_run)
         return cli_fail(&cmd, "--out DIR is required");
     struct hy_hyv3_shape hs;
@@ -329,6 +333,7 @@ int cmd_make_test_model(int argc, char **argv)
             return cli_fail(&cmd, "%s needs --layers 2 or more (layer 0 is dense)", pname);
         hs.layers = k.s.layers, hs.hidden = k.s.hidden, hs.heads = k.s.heads, hs.kv = k.s.kv;
         hs.hd = k.s.hd, hs.ffn = k.s.ffn, hs.vocab = k.s.vocab, hs.shard = k.s.shard;
+        hs.moe_ffn = expert_ffn > 0 ? expert_ffn : hs.moe_ffn;
         return hy_hyv3_make(&hs, out, k.seed, k.dtype, !strcmp(rope_form, "parameters"),
                             k.fp8, k.dry_run);
     }
