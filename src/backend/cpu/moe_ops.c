@@ -14,7 +14,7 @@
  * a slab's items skip the places outside it). One arithmetic for every place of a call,
  * chosen from the dtype and the call's shape (T, k, E) alone: where the kernels pack
  * weights (q_pack / q_gemm: the GGUF types and Q4_G128 on AVX-512 VNNI) and the experts
- * have PACK_MIN_PLACES places on average (prompts), every place goes through q_gemm
+ * have pack_min_places() places on average (prompts), every place goes through q_gemm
  * against the packed panel, whose outputs do not depend on the other tokens of its tile;
  * else (decode, small batches) through the dtype's q_dot (with q_prep's form where the
  * dtype has one), or for float weights dot. So for a given call size a token's outputs do
@@ -54,22 +54,28 @@ struct moe_job {
 };
 
 /* Fewest routed places an expert has on average (T * k / E) for packing to pay: packing a
- * panel costs a few dot passes over its rows. 8-layer 30B-A3B Q8_0, 2 threads, process CPU
- * time on the loaded development VM: decode 17 tok/s through q_dot against 10 through the
- * packed panels; 64-token prompts (4 places an expert) 6.5-6.6 s through q_dot against
- * 6.8-7.4 packed, 256-token prompts (16 places) 8.4 s against 6.3-6.6. */
-#define PACK_MIN_PLACES 8
+ * panel costs a few dot passes over its rows, less where q_dot itself unpacks much (4-bit
+ * nibbles; Q8_0's sign handling). 8-layer 30B-A3B GGUF files, 2 threads, 64-token prompts
+ * (4 places an expert), two alternating rounds at load 4-5: Q4_0 109 / 96 tok/s packed from
+ * 2 places against 80 / 84 from 8, Q8_0 72 / 74 against 57 / 64, Q4_K_M 81 / 86 against
+ * 96 / 102 (Q4_K and Q6_K's q_dot read q_prep's form, their packing unpacks scales and
+ * mins); decode (1 place) 17 tok/s through q_dot against 10 packed (Q8_0). */
+static int pack_min_places(enum hy_dtype dt)
+{
+    return dt == HY_DTYPE_Q4_K || dt == HY_DTYPE_Q6_K ? 8 : 2;
+}
 
-/* How the kernels k run a matrix of `cols` columns in a call of T tokens, k choices and E
- * experts (module comment): a function of the call's shape only, never of the routing. */
-static enum moe_path path_of(const struct hy_cpu_mm_kernels *k, int64_t cols, int T, int kk,
-                             int E)
+/* How the kernels k run a matrix of dtype dt and `cols` columns in a call of T tokens, kk
+ * choices and E experts (module comment): a function of the call's shape only, never of
+ * the routing. */
+static enum moe_path path_of(const struct hy_cpu_mm_kernels *k, enum hy_dtype dt, int64_t cols,
+                             int T, int kk, int E)
 {
     int xb = k->xq_block ? k->xq_block : HY_CPU_XQ_BLOCK;
     if (!k->q_dot || cols % xb != 0 || cols > HY_CPU_XQ_ELEMS)
         return PATH_FLOAT;
     if (k->q_pack && cols % 128 == 0 && cols <= HY_CPU_PACK_COLS &&
-        (int64_t)T * kk >= (int64_t)PACK_MIN_PLACES * E)
+        (int64_t)T * kk >= (int64_t)pack_min_places(dt) * E)
         return PATH_PACKED;
     return PATH_DOT;
 }
@@ -246,7 +252,7 @@ static struct moe_job job_for(struct hy_cpu_ctx *c, const struct hy_weight *w0,
         .row_bytes = hy_dtype_row_bytes(w0->dtype, w0->cols),
         .panels = (w0->rows + PANEL - 1) / PANEL,
     };
-    j.path = path_of(j.k, j.cols, T, k, E);
+    j.path = path_of(j.k, w0->dtype, j.cols, T, k, E);
     return j;
 }
 

@@ -16,7 +16,7 @@
  *   batch and threads: each of a subset of tokens, put in a second batch of the same size
  *     whose other tokens are new random ones (its experts then hold other places), gives
  *     its act, y and output rows bit for bit as in the first; where a call of one token
- *     takes the same path (T·k < 8E: decode sizes), alone too; 1 and 3 threads give the
+ *     takes the same path (T·k < 2E: decode sizes), alone too; 1 and 3 threads give the
  *     same bits. Shapes include experts with many places (37 tokens over 8 experts, top 3,
  *     the packed path on AVX-512) and calls long enough to take several slabs of quantized
  *     activations (960 places of Q6_K on AVX2 for down, 900 tokens for gate_up). */
@@ -167,7 +167,7 @@ static int rows_differ(const struct run *o, int t, const struct run *a, int u,
 
 /* A token's rows do not depend on the other tokens of its call: token t in a batch of T
  * other random tokens (so its experts hold other places) gives the same bits; and, where
- * the call is small enough that alone it takes the same path (T * k < 8E, decode), token t
+ * the call is small enough that alone it takes the same path (T * k < 2E, decode), token t
  * alone too. */
 static void check_batch(struct hy_backend *be, const struct run *o, const struct layer *L,
                         const float *logits, const float *bias, const float *x,
@@ -186,7 +186,7 @@ static void check_batch(struct hy_backend *be, const struct run *o, const struct
         memcpy(ao + (int64_t)t * d, acc + (int64_t)t * d, (size_t)d * 4);
         run_ops(be, &b, L, lo, bias, xo, ao, T, k);
         bad += rows_differ(o, t, &b, t, L, k);
-        if ((int64_t)T * k >= 8 * E)
+        if ((int64_t)T * k >= 2 * E)
             continue;
         run_ops(be, &a, L, logits + (int64_t)t * E, bias, x + (int64_t)t * d, acc + (int64_t)t * d,
                 1, k);
@@ -254,7 +254,7 @@ int main(void)
     /* several slabs: q_prep'd Q6_K (AVX2) holds 896 rows of 256 columns in the scratch */
     one_case(HY_CPU_ISA_AVX2, HY_DTYPE_Q6_K, HY_DTYPE_Q6_K, 8, 256, 256, 120, 8);
     one_case(HY_CPU_ISA_AVX2, HY_DTYPE_Q6_K, HY_DTYPE_Q6_K, 4, 256, 256, 900, 1);
-    /* a decode batch that stays off the packed path on AVX-512 (T·k < 8E) */
+    /* a decode batch that stays off the packed path on AVX-512 (T·k < 2E) */
     one_case(HY_CPU_ISA_AVX512, HY_DTYPE_Q8_0, HY_DTYPE_Q8_0, 8, 384, 128, 5, 3);
     return test_result();
 }
