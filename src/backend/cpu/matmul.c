@@ -417,7 +417,8 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 continue;
             }
             if (n == 1)
-                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0, mm_range, &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0, mm_range,
+                                         &j);
             else
                 hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
         }

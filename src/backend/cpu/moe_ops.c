@@ -47,9 +47,9 @@ struct moe_job {
     float *out;                      /* out + p * rows: place p's outputs */
     int64_t rows_w, cols;            /* a matrix's shape */
     size_t row_bytes;
-    int64_t panels; /* panels of a matrix */
-    bool by_token;  /* x's rows are tokens (place p reads row rows[p]); else places */
-    int lo, hi;     /* the slab: x rows [lo, hi) are quantized (xq row i - lo) */
+    int64_t panels;           /* panels of a matrix */
+    bool by_token;            /* x's rows are tokens (place p reads row rows[p]); else places */
+    int lo, hi;               /* the slab: x rows [lo, hi) are quantized (xq row i - lo) */
     const unsigned char *aux; /* q_prep's form of the slab, or NULL */
 };
 
@@ -113,10 +113,10 @@ static void panel_tile(const struct moe_job *j, const unsigned char *w, const vo
     for (int i = 0; i < nr; i++) {
         const unsigned char *row = w + (size_t)i * j->row_bytes;
         for (int u = 0; u < nt; u++)
-            t[u * PANEL + i] = j->path == PATH_DOT
-                                   ? j->k->q_dot(&xt[u], row, j->cols)
-                                   : j->k->dot(j->x + (int64_t)x_row(j, a + u) * j->cols, row,
-                                               j->cols);
+            t[u * PANEL + i] =
+                j->path == PATH_DOT
+                    ? j->k->q_dot(&xt[u], row, j->cols)
+                    : j->k->dot(j->x + (int64_t)x_row(j, a + u) * j->cols, row, j->cols);
     }
 }
 
@@ -144,8 +144,7 @@ static void slab_places(const struct moe_job *j, int e, int *a, int *b)
 /* Item i's panel of w (its nr rows lie one after the other) requested into L2: packing
  * reads 16 rows side by side, more streams than the hardware prefetcher follows, so the
  * next item's panels are asked for before this one is packed. */
-KEEP_CALLS static void prefetch_panel(const struct moe_job *j, const struct hy_weight *w,
-                                      int64_t i)
+KEEP_CALLS static void prefetch_panel(const struct moe_job *j, const struct hy_weight *w, int64_t i)
 {
     int e = j->act[1 + i / j->panels];
     int64_t r0 = i % j->panels * PANEL;
@@ -220,8 +219,7 @@ static void run_slabs(struct moe_job *j, int n)
         }
         /* pieces of at most MAX_GRAB_PANELS panels: a thread the machine deschedules
          * while it holds a piece leaves the others at most that much to wait for */
-        hy_cpu_pool_for_balanced(c->pool, j->act[0] * j->panels, 1, MAX_GRAB_PANELS, moe_items,
-                                 j);
+        hy_cpu_pool_for_balanced(c->pool, j->act[0] * j->panels, 1, MAX_GRAB_PANELS, moe_items, j);
     }
 }
 
@@ -232,8 +230,8 @@ static struct moe_job job_for(struct hy_cpu_ctx *c, const struct hy_weight *w0,
 {
     for (int e = 1; e < E; e++) /* every expert in the dtype and shape the job is made for */
         HY_ASSERT(w0[e].dtype == w0->dtype && w0[e].rows == w0->rows && w0[e].cols == w0->cols &&
-                  (!w1 || (w1[e].dtype == w0->dtype && w1[e].rows == w0->rows &&
-                           w1[e].cols == w0->cols)));
+                  (!w1 ||
+                   (w1[e].dtype == w0->dtype && w1[e].rows == w0->rows && w1[e].cols == w0->cols)));
     HY_ASSERT(w0->dtype >= 0 && w0->dtype < HY_DTYPE_COUNT);
     HY_ASSERT(!r->shared); /* the shared expert rides along on CUDA only (hy_v3.c's sh_stacked) */
     HY_ASSERT(!w1 || (w1->dtype == w0->dtype && w1->rows == w0->rows && w1->cols == w0->cols));
@@ -274,9 +272,8 @@ void hy_cpu_moe_gate_up(struct hy_cpu_ctx *c, float *act, const float *x,
     run_slabs(&j, T);
 }
 
-void hy_cpu_moe_down(struct hy_cpu_ctx *c, float *y, const float *act,
-                     const struct hy_weight *down, int E, const struct hy_moe_route *r, int T,
-                     int k)
+void hy_cpu_moe_down(struct hy_cpu_ctx *c, float *y, const float *act, const struct hy_weight *down,
+                     int E, const struct hy_moe_route *r, int T, int k)
 {
     struct moe_job j = job_for(c, down, NULL, E, r, act, y, T, k);
     run_slabs(&j, T * k);

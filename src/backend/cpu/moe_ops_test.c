@@ -60,7 +60,8 @@ static void run_alloc(struct run *o, int T, int k, const struct layer *L)
     size_t P = (size_t)T * (size_t)k;
     o->r = (struct hy_moe_route){.xq = NULL, .shared = false};
     o->r.ids = malloc(P * 4), o->r.rows = malloc(P * 4), o->r.sel = malloc(P * 4);
-    o->r.w = fmalloc((int64_t)P), o->r.off = malloc(4 * (MAXE + 1)), o->r.act = malloc(4 * (MAXE + 1));
+    o->r.w = fmalloc((int64_t)P), o->r.off = malloc(4 * (MAXE + 1)),
+    o->r.act = malloc(4 * (MAXE + 1));
     o->act = fmalloc((int64_t)P * L->F), o->y = fmalloc((int64_t)P * L->d);
     o->out = fmalloc((int64_t)T * L->d);
     if (!o->r.ids || !o->r.rows || !o->r.sel || !o->r.off || !o->r.act)
@@ -74,8 +75,8 @@ static void run_free(struct run *o)
 }
 
 static void run_ops(struct hy_backend *be, struct run *o, const struct layer *L,
-                    const float *logits, const float *bias, const float *x, const float *acc,
-                    int T, int k)
+                    const float *logits, const float *bias, const float *x, const float *acc, int T,
+                    int k)
 {
     be->i->moe_route(be, &o->r, logits, bias, T, L->E, k, 2.5f);
     be->i->moe_gate_up(be, o->act, x, L->gw, L->uw, L->E, &o->r, T, k);
@@ -101,7 +102,10 @@ static double ref_dot(const float *x, const float *w, int64_t n, double *bound)
     return s;
 }
 
-static double silu(double z) { return z / (1 + exp(-z)); }
+static double silu(double z)
+{
+    return z / (1 + exp(-z));
+}
 
 /* Routing exactly the reference's; act and y within the bounds; combine the same bits. */
 static void check_ref(const struct run *o, const struct layer *L, const float *logits,
@@ -114,7 +118,8 @@ static void check_ref(const struct run *o, const struct layer *L, const float *l
     hy_moe_route(logits, bias, T, E, k, 2.5f, ids, w);
     hy_moe_group(ids, w, T, k, E, off, rows, rw);
     CHECKF(!memcmp(ids, o->r.ids, (size_t)P * 4) && !memcmp(w, o->r.w, (size_t)P * 4) &&
-               !memcmp(off, o->r.off, (size_t)(E + 1) * 4) && !memcmp(rows, o->r.rows, (size_t)P * 4),
+               !memcmp(off, o->r.off, (size_t)(E + 1) * 4) &&
+               !memcmp(rows, o->r.rows, (size_t)P * 4),
            "%s: routing differs from moe.h's", what);
     int n_act = 0;
     for (int e = 0; e < E; e++)
@@ -159,10 +164,12 @@ static int rows_differ(const struct run *o, int t, const struct run *a, int u,
     int bad = 0;
     for (int j = 0; j < k; j++) {
         int p = o->r.sel[t * k + j], q = a->r.sel[u * k + j];
-        bad += memcmp(o->act + (int64_t)p * L->F, a->act + (int64_t)q * L->F, (size_t)L->F * 4) != 0;
+        bad +=
+            memcmp(o->act + (int64_t)p * L->F, a->act + (int64_t)q * L->F, (size_t)L->F * 4) != 0;
         bad += memcmp(o->y + (int64_t)p * L->d, a->y + (int64_t)q * L->d, (size_t)L->d * 4) != 0;
     }
-    return bad + (memcmp(o->out + (int64_t)t * L->d, a->out + (int64_t)u * L->d, (size_t)L->d * 4) != 0);
+    return bad +
+           (memcmp(o->out + (int64_t)t * L->d, a->out + (int64_t)u * L->d, (size_t)L->d * 4) != 0);
 }
 
 /* A token's rows do not depend on the other tokens of its call: token t in a batch of T
@@ -170,13 +177,14 @@ static int rows_differ(const struct run *o, int t, const struct run *a, int u,
  * the call is small enough that alone it takes the same path (T * k < 2E, decode), token t
  * alone too. */
 static void check_batch(struct hy_backend *be, const struct run *o, const struct layer *L,
-                        const float *logits, const float *bias, const float *x,
-                        const float *acc, int T, int k, struct rng *r, const char *what)
+                        const float *logits, const float *bias, const float *x, const float *acc,
+                        int T, int k, struct rng *r, const char *what)
 {
     const int E = L->E, d = L->d;
     struct run a, b;
     run_alloc(&a, 1, k, L), run_alloc(&b, T, k, L);
-    float *lo = fmalloc((int64_t)T * E), *xo = fmalloc((int64_t)T * d), *ao = fmalloc((int64_t)T * d);
+    float *lo = fmalloc((int64_t)T * E), *xo = fmalloc((int64_t)T * d),
+          *ao = fmalloc((int64_t)T * d);
     int bad = 0, bad1 = 0, step = T > 40 ? 37 : 1;
     for (int t = 0; t < T; t += step) {
         rng_fill(r, lo, (int64_t)T * E, 3.0f), rng_fill(r, xo, (int64_t)T * d, 1.0f);
@@ -197,8 +205,8 @@ static void check_batch(struct hy_backend *be, const struct run *o, const struct
     run_free(&a), run_free(&b), free(lo), free(xo), free(ao);
 }
 
-static void one_case(enum hy_cpu_isa isa, enum hy_dtype gdt, enum hy_dtype ddt, int E, int d,
-                     int F, int T, int k)
+static void one_case(enum hy_cpu_isa isa, enum hy_dtype gdt, enum hy_dtype ddt, int E, int d, int F,
+                     int T, int k)
 {
     struct hy_backend *be1 = NULL, *be3 = NULL;
     struct hy_err err = {0};
@@ -237,16 +245,15 @@ int main(void)
         int d, F;
     } ts[] = {
         {HY_DTYPE_Q4_0, HY_DTYPE_Q4_0, 256, 96}, /* down's 96 columns: not packed */
-        {HY_DTYPE_Q8_0, HY_DTYPE_Q8_0, 384, 128},
-        {HY_DTYPE_Q4_K, HY_DTYPE_Q6_K, 256, 256},
-        {HY_DTYPE_Q6_K, HY_DTYPE_Q6_K, 256, 256},
-        {HY_DTYPE_Q4_G128, HY_DTYPE_Q4_G128, 256, 128},
+        {HY_DTYPE_Q8_0, HY_DTYPE_Q8_0, 384, 128}, {HY_DTYPE_Q4_K, HY_DTYPE_Q6_K, 256, 256},
+        {HY_DTYPE_Q6_K, HY_DTYPE_Q6_K, 256, 256}, {HY_DTYPE_Q4_G128, HY_DTYPE_Q4_G128, 256, 128},
         {HY_DTYPE_BF16, HY_DTYPE_BF16, 96, 64},
     };
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
         for (size_t j = 0; j < sizeof ts / sizeof ts[0]; j++) {
             /* the scalar kernels share the op's code with the others: two types suffice */
-            if (isas[i] == HY_CPU_ISA_SCALAR && ts[j].g != HY_DTYPE_Q4_0 && ts[j].g != HY_DTYPE_BF16)
+            if (isas[i] == HY_CPU_ISA_SCALAR && ts[j].g != HY_DTYPE_Q4_0 &&
+                ts[j].g != HY_DTYPE_BF16)
                 continue;
             one_case(isas[i], ts[j].g, ts[j].dn, 8, ts[j].d, ts[j].F, 1, 3);
             one_case(isas[i], ts[j].g, ts[j].dn, 8, ts[j].d, ts[j].F, 37, 3);
