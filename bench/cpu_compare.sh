@@ -15,8 +15,15 @@
 # its -r repetitions, hymt bench its --repeat passes on one engine), so that one noisy
 # measurement does not decide a round.
 #
-# Environment: THREADS (2), ROUNDS (3), REPS (5, llama-bench's default), TYPES ("q4_0 q8_0
-# q4_k_m"), LLAMA_CMAKE_FLAGS (the CPU flags below: llama.cpp's native build uses every
+# MODEL=hyv3 measures the mixture of experts instead: a random Hy-MT2-30B-A3B-shape
+# checkpoint cut to HYV3_LAYERS layers (default 8: layer 0 dense, 7 MoE layers of 128
+# experts top-8; about 1.25 GB of bf16 a layer, kept in WORK/hyv3-NL for the next run),
+# its GGUF files WORK/hyv3-NL-TYPE.gguf. A type `hymt convert` does not write for hy_v3
+# comes from the Q8_0 file through llama.cpp's llama-quantize (built beside llama-bench;
+# --allow-requantize), and the table says so.
+#
+# Environment: MODEL (dense or hyv3), HYV3_LAYERS (8), THREADS (2), ROUNDS (3), REPS (5,
+# llama-bench's default), TYPES ("q4_0 q8_0 q4_k_m"), LLAMA_CMAKE_FLAGS (the CPU flags below: llama.cpp's native build uses every
 # instruction of the build machine, and the development machine's compiler picks some its
 # CPU lacks; set them for yours),
 # JOBS (build parallelism, nproc), HYMT_BUILD and LLAMA_BUILD (build folders, reused:
@@ -25,6 +32,8 @@ set -eu
 [ $# -ge 1 ] || { echo "usage: $0 LLAMA_SRC [WORK]" >&2; exit 2; }
 LLAMA_SRC=$(cd "$1" && pwd)
 WORK=${2:-/tmp/hymt-cpu-compare}
+MODEL=${MODEL:-dense}
+HYV3_LAYERS=${HYV3_LAYERS:-8}
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
 REPS=${REPS:-5}
@@ -48,19 +57,33 @@ cmake --build "$LB" -j"$JOBS" --target llama-bench >/dev/null
 HYMT=$HB/hymt
 LBENCH=$LB/bin/llama-bench
 
-M=$WORK/hy-1.8b
-[ -f "$M/config.json" ] || "$HYMT" make-test-model --out "$M" --preset 1.8b >/dev/null
+case $MODEL in
+dense) M=$WORK/hy-1.8b PRESET="--preset 1.8b" G=$WORK/ ;;
+hyv3) M=$WORK/hyv3-${HYV3_LAYERS}L PRESET="--preset 30b-a3b --layers $HYV3_LAYERS" G=$M- ;;
+*) echo "MODEL=$MODEL: dense or hyv3" >&2; exit 2 ;;
+esac
+# shellcheck disable=SC2086 # the preset is separate words
+[ -f "$M/config.json" ] || "$HYMT" make-test-model --out "$M" $PRESET >/dev/null
 # llama.cpp needs a tokenizer in the file: the test tokenizer (its ids fit any vocabulary;
 # convert pads the token list to the model's vocabulary), as bench/serve_compare.sh does
 if [ ! -f "$M/tokenizer.json" ]; then
     cp "$REPO/tests/data/tiny-mqa/tokenizer.json" "$REPO/tests/data/tiny-mqa/tokenizer_config.json" "$M/"
-    rm -f "$WORK"/*.gguf
+    rm -f "$G"*.gguf
 fi
+REQUANT=
 for t in $TYPES; do
-    [ -f "$WORK/$t.gguf" ] || "$HYMT" convert -m "$M" -o "$WORK/$t.gguf" --type "$t" >/dev/null
+    [ ! -f "$G$t.gguf" ] || continue
+    "$HYMT" convert -m "$M" -o "$G$t.gguf" --type "$t" >/dev/null 2>&1 && continue
+    # hy_v3 types hymt does not convert to: llama.cpp's requantization of the Q8_0 file
+    [ -f "${G}q8_0.gguf" ] || "$HYMT" convert -m "$M" -o "${G}q8_0.gguf" --type q8_0 >/dev/null
+    cmake --build "$LB" -j"$JOBS" --target llama-quantize >/dev/null
+    "$LB/bin/llama-quantize" --allow-requantize "${G}q8_0.gguf" "$G$t.gguf" "$(echo "$t" | tr a-z A-Z)" \
+        >/dev/null 2>&1 || { echo "$t: neither hymt convert nor llama-quantize made it" >&2; exit 1; }
+    REQUANT="$REQUANT $t"
 done
 
 echo "machine: $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(date -u '+%F %H:%M') UTC"
+echo "model: $MODEL ($M$( [ -n "$REQUANT" ] && echo "; made by llama-quantize from Q8_0:$REQUANT"))"
 echo "llama.cpp: $LLAMA_SRC$( [ -f "$LLAMA_SRC/COMMIT" ] && echo " (commit $(cat "$LLAMA_SRC/COMMIT"))")"
 echo "threads $THREADS, prompt 64 tokens, 32 generated, $ROUNDS alternating rounds of $REPS measurements each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 R=$WORK/results.txt
@@ -68,15 +91,15 @@ R=$WORK/results.txt
 for round in $(seq "$ROUNDS"); do
     for t in $TYPES; do
         # hymt bench: | batch | TTFT | prompt tok/s | decode tok/s per seq | ...
-        "$HYMT" bench -m "$WORK/$t.gguf" --batch 1 --prompt-len 64 --gen-len 32 -t "$THREADS" \
+        "$HYMT" bench -m "$G$t.gguf" --batch 1 --prompt-len 64 --gen-len 32 -t "$THREADS" \
             --repeat "$REPS" 2>/dev/null |
             awk -F'|' -v t="$t" '$2 + 0 == 1 { printf "%s hymt %s %s\n", t, $4 + 0, $5 + 0 }' >>"$R"
         # llama-bench CSV: one row for pp64, one for tg32
-        "$LBENCH" -m "$WORK/$t.gguf" -t "$THREADS" -p 64 -n 32 -r "$REPS" -o csv 2>/dev/null | tr -d '"' |
+        "$LBENCH" -m "$G$t.gguf" -t "$THREADS" -p 64 -n 32 -r "$REPS" -o csv 2>/dev/null | tr -d '"' |
             awk -F, -v t="$t" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
                 { if ($c["n_prompt"] > 0) p = $c["avg_ts"]; else g = $c["avg_ts"] }
                 END { printf "%s llama %s %s\n", t, p + 0, g + 0 }' >>"$R"
-        echo "round $round $t: $(grep "^$t " "$R" | tail -2 | tr '\n' ' ')" >&2
+        echo "round $round $t: $(grep "^$t " "$R" | tail -2 | tr '\n' ' ')load $(cut -d' ' -f1 /proc/loadavg)" >&2
     done
 done
 

@@ -200,19 +200,23 @@ struct hy_backend_i {
      * are the same bits alone or batched, under any schedule. Slower. HY_E_NOMEM when its
      * scratch cannot be had. NULL: the backend does not offer it. */
     hy_status (*set_batch_invariant)(struct hy_backend *be, bool on, struct hy_err *err);
-    /* (optional) Mixture-of-experts ops (hy_v3), all or none. They take backend pointers
+    /* (optional) Mixture-of-experts ops (hy_v3): moe_route .. moe_takes all or none, and
+     * weight_upload_n with them on a backend with weight_upload. They take backend pointers
      * only (no host arrays), so a step using them can be recorded (step_begin).
      * weight_upload_n: weight_upload of n matrices of one dtype and shape into one
      * allocation, one after another: ws[i].data = ws[0].data + i * (one matrix's bytes in
      * the backend's layout, rounded up to its alignment); free it with free(be,
-     * ws[0].data). On failure nothing is changed. The grouped ops below take expert matrices uploaded this way.
+     * ws[0].data). On failure nothing is changed. On such a backend the grouped ops below
+     * take expert matrices uploaded this way (and may read expert e at that offset from
+     * expert 0's data); on a host-memory backend (no weight_upload) gate, up and down are
+     * arrays of E weights of one dtype and shape, expert e's at gate[e], lying anywhere.
      * moe_route: from router logits [T, E] (float32) and the selection bias [E], routes as
      * hy_moe_route (sigmoid scores, the k best of score + bias, equal ones to the lower
      * index, weights the unbiased scores renormalised times scale) and groups into *r
      * (struct hy_moe_route). 1 <= k <= E <= 1024.
      * moe_gate_up: for every place p of an expert e with tokens, act[p, :] =
      * silu(x[rows[p]] · gate_eᵀ) * (x[rows[p]] · up_eᵀ): act is [T*k, gate->rows], x is
-     * [T, gate->cols]; gate and up point at expert 0 of their E matrices.
+     * [T, gate->cols]; gate and up point at expert 0 of their E matrices (above).
      * moe_down: y[p, :] = act[p, :] · down_eᵀ, y is [T*k, down->rows].
      * moe_combine: out[t, :] = acc[t, :] + sum over j < k of w[t*k+j] * y[sel[t*k+j], :],
      * j ascending; out may equal acc. d columns.

@@ -346,6 +346,30 @@ static bool dev_scratch(struct hy_moe_scratch *ms, struct hy_backend *be,
            ms->r.w && ms->r.off && ms->r.act && ms->r.xq;
 }
 
+/* Whether the MoE layers run through the backend's grouped MoE ops (backend.h): always on
+ * a backend with device memory (hy_v3_upload put the experts there); on a host-memory
+ * backend that has them (the fast CPU one) when in every layer the gate and up experts
+ * share one dtype, the down experts one, and the backend takes both. Else expert by
+ * expert through matmul (the reference backend: the specification). */
+static bool grouped(const struct hy_model *m)
+{
+    const struct hy_backend_i *op = m->be->i;
+    if (m->v3dev)
+        return true;
+    if (!op->moe_route || op->weight_upload)
+        return false;
+    for (int64_t j = 0; j < m->cfg.n_moe_layers; j++) {
+        const struct hy_moe_weights *mw = &m->moe[j];
+        for (int64_t e = 0; e < m->cfg.num_experts; e++)
+            if (mw->gate[e].dtype != mw->gate[0].dtype || mw->up[e].dtype != mw->gate[0].dtype ||
+                mw->down[e].dtype != mw->down[0].dtype)
+                return false;
+        if (!op->moe_takes(mw->gate[0].dtype) || !op->moe_takes(mw->down[0].dtype))
+            return false;
+    }
+    return true;
+}
+
 hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
                                struct hy_err *err)
 {
@@ -359,7 +383,7 @@ hy_status hy_v3_scratch_create(struct hy_scratch *s, const struct hy_model *m,
     s->moe = ms;
     if (!ms)
         return hy_err_set(err, HY_E_NOMEM, "out of memory");
-    if (m->v3dev)
+    if (grouped(m))
         return dev_scratch(ms, be, c, s->max_tokens)
                    ? HY_OK
                    : hy_err_set(err, HY_E_NOMEM, "out of backend memory for the routing of a "
@@ -405,15 +429,20 @@ static void swiglu(const struct hy_model *m, struct hy_scratch *s, float *out, c
                    const struct hy_weight *dn, int n)
 {
     const struct hy_backend_i *op = m->be->i;
-    op->matmul(m->be, s->gate, x, g, n);
-    op->matmul(m->be, s->up, x, u, n);
-    op->silu_mul(m->be, s->gate, s->gate, s->up, (int64_t)n * g->rows);
+    if (op->matmul_glu) { /* one quantization of x, one pool call (the fast CPU backend) */
+        op->matmul_glu(m->be, s->gate, s->up, x, g, u, n);
+    } else {
+        op->matmul(m->be, s->gate, x, g, n);
+        op->matmul(m->be, s->up, x, u, n);
+        op->silu_mul(m->be, s->gate, s->gate, s->up, (int64_t)n * g->rows);
+    }
     op->matmul(m->be, out, s->gate, dn, n);
 }
 
-/* The device path: per chunk, router logits (float32 weights: SGEMM), routing and
- * grouping, the shared expert into acc, the routed experts grouped, the weighted sum;
- * every op reads the routing from device memory. */
+/* The grouped path (device, or the fast CPU backend's host memory): per chunk, router
+ * logits (float32 weights: SGEMM on CUDA), routing and grouping, the shared expert into
+ * acc, the routed experts grouped, the weighted sum; every op reads the routing from
+ * backend memory. */
 static void moe_block_dev(const struct hy_model *m, struct hy_scratch *s, int il, int T)
 {
     const struct hy_config *c = &m->cfg;
@@ -431,7 +460,7 @@ static void moe_block_dev(const struct hy_model *m, struct hy_scratch *s, int il
         const float *acc = sh ? ms->y + (int64_t)n * k * d : ms->acc;
         ms->r.shared = sh;
         op->matmul(m->be, ms->logits, x, &mw->router, n); /* [n, E] */
-        op->moe_route(m->be, &ms->r, ms->logits, mw->dbias, n, E, k,
+        op->moe_route(m->be, &ms->r, ms->logits, mw->dbias ? mw->dbias : mw->bias, n, E, k,
                       (float)c->router_scaling_factor);
         if (!sh)
             swiglu(m, s, ms->acc, x, &mw->sh_gate, &mw->sh_up, &mw->sh_down, n);

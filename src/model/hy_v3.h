@@ -27,7 +27,10 @@
  * runs on the CPU backends, and on a backend with device memory (weight_upload) that has
  * the MoE ops (backend.h: moe_route ...; CUDA), where hy_v3_upload puts the weights and
  * hy_v3_moe_block runs routing, grouping, the experts and the combine on the device with
- * no host round trip (so decode steps are recorded as the dense model's). fp8 checkpoints
+ * no host round trip (so decode steps are recorded as the dense model's). The fast CPU
+ * backend has the same ops on host memory (the experts read where they lie) and takes that
+ * path too when each layer's gate/up experts share a dtype and its down experts one; the
+ * reference backend runs expert by expert through matmul (the specification). fp8 checkpoints
  * (quant_method "fp8" with block scales, or per-tensor/per-channel fp8) are dequantized to
  * bf16 before binding (load_quant.h), then run as a bf16 checkpoint; --quant fp8 is
  * HY_E_UNSUPPORTED; q8 and the 4-bit load-time types quantize every projection.

@@ -296,6 +296,35 @@ static void fast_add(struct hy_backend *be, float *x, const float *y, int64_t n)
     hy_pool_for(ctx_of(be)->pool, n, ELEM_GRAIN, add_slice, &j);
 }
 
+/* The MoE ops: moe_ops.c (the experts' weights stay where they lie: no weight_upload_n) */
+static void fast_moe_route(struct hy_backend *be, const struct hy_moe_route *r,
+                           const float *logits, const float *bias, int T, int E, int k,
+                           float scale)
+{
+    hy_cpu_moe_route(ctx_of(be), r, logits, bias, T, E, k, scale);
+}
+
+static void fast_moe_gate_up(struct hy_backend *be, float *act, const float *x,
+                             const struct hy_weight *gate, const struct hy_weight *up, int E,
+                             const struct hy_moe_route *r, int T, int k)
+{
+    hy_cpu_moe_gate_up(ctx_of(be), act, x, gate, up, E, r, T, k);
+}
+
+static void fast_moe_down(struct hy_backend *be, float *y, const float *act,
+                          const struct hy_weight *down, int E, const struct hy_moe_route *r,
+                          int T, int k)
+{
+    hy_cpu_moe_down(ctx_of(be), y, act, down, E, r, T, k);
+}
+
+static void fast_moe_combine(struct hy_backend *be, float *out, const float *acc,
+                             const float *y, const struct hy_moe_route *r, int T, int k,
+                             int64_t d)
+{
+    hy_cpu_moe_combine(ctx_of(be), out, acc, y, r, T, k, d);
+}
+
 static const struct hy_backend_i fast_iface = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -314,6 +343,11 @@ static const struct hy_backend_i fast_iface = {
     .copy_rows = cpu_copy_rows,
     .silu_mul = fast_silu_mul,
     .add = fast_add,
+    .moe_route = fast_moe_route,
+    .moe_gate_up = fast_moe_gate_up,
+    .moe_down = fast_moe_down,
+    .moe_combine = fast_moe_combine,
+    .moe_takes = hy_cpu_moe_takes,
 };
 
 /* ---- creation ---- */
@@ -376,7 +410,7 @@ hy_status hy_cpu_backend_create_isa(struct hy_backend **out, int n_threads, enum
     c->n_threads = hy_pool_size(c->pool);
     if (has_pack(&c->k))
         for (int i = 0; i < c->n_threads; i++)
-            if (!(c->pack[i] = aligned_alloc(64, HY_CPU_PACK_BYTES))) {
+            if (!(c->pack[i] = aligned_alloc(64, HY_CPU_PACK_BUF_BYTES))) {
                 ctx_free(c);
                 return hy_err_set(err, HY_E_NOMEM, "cpu backend: out of memory");
             }

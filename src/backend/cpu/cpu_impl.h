@@ -206,6 +206,9 @@ void hy_cpu_kernels_gguf_avx2(struct hy_cpu_kernels *k);
 #define HY_CPU_PACK_COLS 2048
 #define HY_CPU_PACK_GROUP_MAX (48 * 4 * HY_CPU_PANEL) /* largest pack_group_bytes (Q6_K) */
 #define HY_CPU_PACK_BYTES ((HY_CPU_PACK_COLS / 128) * (size_t)HY_CPU_PACK_GROUP_MAX)
+/* Bytes of each thread's pack buffer: two panels side by side (the MoE ops pack an
+ * expert's gate and up panels together). */
+#define HY_CPU_PACK_BUF_BYTES (2 * HY_CPU_PACK_BYTES)
 
 /* Private state of both CPU backends. */
 struct hy_cpu_ctx {
@@ -214,7 +217,7 @@ struct hy_cpu_ctx {
     bool ref;
     struct hy_cpu_kernels k; /* unused by the reference backend */
     /* quantized activations of the running matmul (engine thread; read by the pool) */
-    /* per pool thread (tid): a packed weight panel, HY_CPU_PACK_BYTES (NULL: no q_pack) */
+    /* per pool thread (tid): packed weight panels, HY_CPU_PACK_BUF_BYTES (NULL: no q_pack) */
     unsigned char *pack[HY_POOL_MAX_THREADS];
     float xq_g[HY_CPU_XQ_ELEMS / 128]; /* hy_cpu_xq_half_sums of each token (q_row_tokens) */
     int8_t xq_q[HY_CPU_XQ_ELEMS];
@@ -233,6 +236,33 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
 #define HY_CPU_MULTI_MAX 4
 void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const float *x,
                          const struct hy_weight *const w[], int T);
+/* Helpers of matmul.c that the MoE ops (moe_ops.c) share.
+ * hy_cpu_quantize_rows: rows [0, n) of x ([n, cols], n * cols <= HY_CPU_XQ_ELEMS) quantized
+ * per `block` values into c's xq_* arrays, on the pool.
+ * hy_cpu_xq_row: row t of those from column col; aux (or NULL) holds q_prep's form of the
+ * rows, cols / 128 * HY_CPU_AUX_PER_128 bytes a row.
+ * hy_cpu_pool_for_balanced: fn over [0, n) on the pool in pieces of at least min_grab items
+ * (and at most max_grab, when > 0), each thread its own contiguous range first, then what
+ * the others left (matmul.c). */
+void hy_cpu_quantize_rows(struct hy_cpu_ctx *c, const float *x, int n, int64_t cols, int block);
+struct hy_cpu_xq hy_cpu_xq_row(const struct hy_cpu_ctx *c, const unsigned char *aux,
+                               int64_t cols, int64_t t, int64_t col);
+void hy_cpu_pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab,
+                              int64_t max_grab, hy_pool_fn fn, void *job);
+
+/* The fast backend's mixture-of-experts ops (moe_ops.c; backend.h has the contracts). */
+void hy_cpu_moe_route(struct hy_cpu_ctx *c, const struct hy_moe_route *r, const float *logits,
+                      const float *bias, int T, int E, int k, float scale);
+void hy_cpu_moe_gate_up(struct hy_cpu_ctx *c, float *act, const float *x,
+                        const struct hy_weight *gate, const struct hy_weight *up, int E,
+                        const struct hy_moe_route *r, int T, int k);
+void hy_cpu_moe_down(struct hy_cpu_ctx *c, float *y, const float *act,
+                     const struct hy_weight *down, int E, const struct hy_moe_route *r, int T,
+                     int k);
+void hy_cpu_moe_combine(struct hy_cpu_ctx *c, float *out, const float *acc, const float *y,
+                        const struct hy_moe_route *r, int T, int k, int64_t d);
+bool hy_cpu_moe_takes(enum hy_dtype dt);
+
 /* F16C through cpuid: clang before 16 has no __builtin_cpu_supports("f16c"). */
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

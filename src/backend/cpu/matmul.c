@@ -60,14 +60,19 @@ struct mm_job {
     int64_t block_rows;
 };
 
+struct hy_cpu_xq hy_cpu_xq_row(const struct hy_cpu_ctx *c, const unsigned char *aux,
+                               int64_t cols, int64_t t, int64_t col)
+{
+    /* hy_cpu_xq_at advances aux with the values: row t's groups start at t * cols / 128
+     * (whole 128-value groups: cols is a multiple of 128 where aux is set) */
+    struct hy_cpu_xq v = {c->xq_q, c->xq_d, c->xq_s, c->xq_d8, aux};
+    return hy_cpu_xq_at(&v, t * cols + col);
+}
+
 /* Token t's quantized activations from column c. */
 static struct hy_cpu_xq xq_token(const struct mm_job *j, int t, int64_t c)
 {
-    const struct hy_cpu_ctx *x = j->xq;
-    struct hy_cpu_xq v = {x->xq_q, x->xq_d, x->xq_s, x->xq_d8, NULL};
-    if (j->aux) /* whole 128-value groups: cols is a multiple of 128 */
-        v.aux = j->aux + (size_t)t * (size_t)(j->cols / 128) * HY_CPU_AUX_PER_128;
-    return hy_cpu_xq_at(&v, (int64_t)t * j->cols + c);
+    return hy_cpu_xq_row(j->xq, j->aux, j->cols, t, c);
 }
 
 /* out[t, r] for r in [r0, r1) and one token t. */
@@ -295,16 +300,18 @@ static void dyn_run(void *ctx, int64_t a, int64_t b, int tid)
     }
 }
 
-/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab),
- * smaller near the end of each thread's range (down to min_grab / 4). */
-static void pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab, hy_pool_fn fn,
-                              void *job)
+/* fn over [0, n) in pieces of about n / (DYN_PIECES * threads) items (at least min_grab,
+ * at most max_grab when that is > 0), smaller near the end of each thread's range (down to
+ * min_grab / 4). */
+void hy_cpu_pool_for_balanced(struct hy_pool *pool, int64_t n, int64_t min_grab,
+                              int64_t max_grab, hy_pool_fn fn, void *job)
 {
     int threads = hy_pool_size(pool);
     if (threads > DYN_MAX_THREADS)
         threads = DYN_MAX_THREADS;
     struct dyn_job d = {.fn = fn, .job = job, .n = n};
     d.grab = n / ((int64_t)DYN_PIECES * threads);
+    d.grab = max_grab > 0 && d.grab > max_grab ? max_grab : d.grab;
     d.grab = d.grab > min_grab ? d.grab : min_grab;
     d.tail = min_grab / 4 > 1 ? min_grab / 4 : 1;
     int64_t pieces = (n + d.grab - 1) / d.grab;
@@ -335,6 +342,12 @@ static void quantize_tokens(void *ctx, int64_t t0, int64_t t1, int tid)
         c->k.quantize_x(c->xq_q + o, c->xq_d + o / 32, c->xq_s + o / 32, c->xq_d8 + o / 4,
                         j->x + o, j->cols, j->block);
     }
+}
+
+void hy_cpu_quantize_rows(struct hy_cpu_ctx *c, const float *x, int n, int64_t cols, int block)
+{
+    struct xq_job q = {c, x, cols, block};
+    hy_pool_for(c->pool, n, 4, quantize_tokens, &q);
 }
 
 /* Bytes of q_prep's form of n tokens of `cols` values for kernels k (0: none to make). */
@@ -369,8 +382,7 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
             slab &= ~3; /* whole 4-token tiles in every slab but the last */
         for (int t0 = 0; t0 < T; t0 += slab) {
             int n = T - t0 < slab ? T - t0 : slab;
-            struct xq_job q = {c, x + (int64_t)t0 * w->cols, w->cols, xb};
-            hy_pool_for(c->pool, n, 4, quantize_tokens, &q);
+            hy_cpu_quantize_rows(c, x + (int64_t)t0 * w->cols, n, w->cols, xb);
             struct mm_job j = {
                 .k = k,
                 .out = out + (int64_t)t0 * w->rows,
@@ -390,8 +402,8 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                 HY_ASSERT(k->pack_group_bytes <= HY_CPU_PACK_GROUP_MAX);
                 j.pack_bytes = hy_dtype_row_bytes(w->dtype, HY_CPU_PACK_COLS);
                 j.dtype = w->dtype;
-                pool_for_balanced(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL, 1,
-                                 packed_range, &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + HY_CPU_PANEL - 1) / HY_CPU_PANEL,
+                                         1, 0, packed_range, &j);
                 continue;
             }
             if (k->q_pack && n > 1 && T < PACK_MIN_TOKENS) {
@@ -400,12 +412,13 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
                     hy_cpu_xq_half_sums(c->xq_g + t * (w->cols / 128), &xt, w->cols);
                 }
                 j.gs = c->xq_g;
-                pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, row_tokens_range,
-                                  &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0,
+                                         row_tokens_range, &j);
                 continue;
             }
             if (n == 1)
-                pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
+                hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0, mm_range,
+                                         &j);
             else
                 hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
         }
@@ -426,7 +439,7 @@ void hy_cpu_matmul(struct hy_cpu_ctx *c, float *out, const float *x, const struc
     if (T == 0 || w->rows == 0)
         return;
     if (T == 1)
-        pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, mm_range, &j);
+        hy_cpu_pool_for_balanced(c->pool, (w->rows + 3) / 4, MIN_GROUPS_DYN, 0, mm_range, &j);
     else
         hy_pool_for(c->pool, (w->rows + 3) / 4, MIN_GROUPS_PER_THREAD, mm_range, &j);
 }
@@ -483,8 +496,7 @@ void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const 
     }
     int64_t cols = w[0]->cols;
     const struct hy_cpu_mm_kernels *k0 = &c->k.mm[w[0]->dtype];
-    struct xq_job q = {c, x, cols, k0->xq_block ? k0->xq_block : HY_CPU_XQ_BLOCK};
-    hy_pool_for(c->pool, T, 4, quantize_tokens, &q);
+    hy_cpu_quantize_rows(c, x, T, cols, k0->xq_block ? k0->xq_block : HY_CPU_XQ_BLOCK);
     struct multi_job m = {.n = n};
     unsigned char *aux = c->xq_aux;
     bool half_sums = false;
@@ -519,5 +531,5 @@ void hy_cpu_matmul_multi(struct hy_cpu_ctx *c, int n, float *const out[], const 
         struct hy_cpu_xq xt = xq_token(&m.j[0], t, 0);
         hy_cpu_xq_half_sums(c->xq_g + t * (cols / 128), &xt, cols);
     }
-    pool_for_balanced(c->pool, m.g0[n], MIN_GROUPS_DYN, multi_range, &m);
+    hy_cpu_pool_for_balanced(c->pool, m.g0[n], MIN_GROUPS_DYN, 0, multi_range, &m);
 }

@@ -53,17 +53,31 @@ void hy_moe_route(const float *logits, const float *bias, int T, int E, int k, f
                   w + (int64_t)t * k);
 }
 
-void hy_moe_group(const int32_t *ids, const float *w, int T, int k, int E, int32_t *off,
-                  int32_t *rows, float *rw)
+/* off[e] = the first place of expert e (off[E] = n): a count per expert, then sums. */
+static void count_offsets(const int32_t *ids, int64_t n, int E, int32_t *off)
 {
     for (int e = 0; e <= E; e++)
         off[e] = 0;
-    for (int64_t i = 0; i < (int64_t)T * k; i++) {
+    for (int64_t i = 0; i < n; i++) {
         HY_ASSERT(ids[i] >= 0 && ids[i] < E);
         off[ids[i] + 1]++;
     }
     for (int e = 0; e < E; e++)
         off[e + 1] += off[e];
+}
+
+/* After filling, off[e] is where expert e's places end: back to where they begin. */
+static void shift_back(int32_t *off, int E)
+{
+    for (int e = E; e > 0; e--)
+        off[e] = off[e - 1];
+    off[0] = 0;
+}
+
+void hy_moe_group(const int32_t *ids, const float *w, int T, int k, int E, int32_t *off,
+                  int32_t *rows, float *rw)
+{
+    count_offsets(ids, (int64_t)T * k, E, off);
     /* off[e] is the next free place of expert e while filling; shifted back after */
     for (int t = 0; t < T; t++)
         for (int j = 0; j < k; j++) {
@@ -71,9 +85,24 @@ void hy_moe_group(const int32_t *ids, const float *w, int T, int k, int E, int32
             rows[off[e]] = t;
             rw[off[e]++] = w[(int64_t)t * k + j];
         }
-    for (int e = E; e > 0; e--)
-        off[e] = off[e - 1];
-    off[0] = 0;
+    shift_back(off, E);
+}
+
+void hy_moe_plan(const int32_t *ids, int T, int k, int E, int32_t *off, int32_t *rows,
+                 int32_t *sel, int32_t *act)
+{
+    count_offsets(ids, (int64_t)T * k, E, off);
+    for (int t = 0; t < T; t++) /* off[e]: the next free place of e, as hy_moe_group */
+        for (int j = 0; j < k; j++) {
+            int e = ids[(int64_t)t * k + j];
+            rows[off[e]] = t;
+            sel[(int64_t)t * k + j] = off[e]++;
+        }
+    shift_back(off, E);
+    act[0] = 0;
+    for (int e = 0; e < E; e++)
+        if (off[e + 1] > off[e])
+            act[1 + act[0]++] = e;
 }
 
 void hy_moe_combine(float *out, const float *y, const int32_t *rows, const float *rw, int n,

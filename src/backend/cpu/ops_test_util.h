@@ -93,13 +93,14 @@ static inline void tweight_make(struct tweight *tw, struct rng *r, enum hy_dtype
     if (!tw->buf)
         abort();
     tw->w = (struct hy_weight){dt, rows, cols, tw->buf + 1};
-    if (dt == HY_DTYPE_Q8_0) { /* random rows, quantized; val holds the dequantized values */
+    if (dt != HY_DTYPE_F32 && dt != HY_DTYPE_F16 && dt != HY_DTYPE_BF16) {
+        /* block types: random rows, quantized; val holds the dequantized values */
         size_t rb = hy_dtype_row_bytes(dt, cols);
         for (int64_t i = 0; i < n; i++)
             tw->val[i] = rng_float(r, amp);
         for (int64_t o = 0; o < rows; o++) {
-            hy_q8_0_quantize_row(tw->buf + 1 + o * rb, tw->val + o * cols, cols);
-            hy_q8_0_dequantize_row(tw->val + o * cols, tw->buf + 1 + o * rb, cols);
+            hy_dtype_from_f32(tw->buf + 1 + o * rb, tw->val + o * cols, dt, (size_t)cols);
+            hy_dtype_to_f32(tw->val + o * cols, tw->buf + 1 + o * rb, dt, (size_t)cols);
         }
         return;
     }
