@@ -119,6 +119,12 @@ void hy_cuda_matmul_n(struct hy_backend *be, float *const *outs, const float *x,
 void hy_cuda_matmul_glu(struct hy_backend *be, float *out, float *tmp, const float *x,
                         const struct hy_weight *gate, const struct hy_weight *up, int T);
 bool hy_cuda_fused_free(struct cuda_ctx *c, void *p);
+/* norm_ops.c: the rmsnorm and add_rmsnorm ops (backend.h), which also leave their output in
+ * bf16 or int8 for the next product where the shape allows (cuda.c's matmul takes it). */
+void hy_cuda_op_rmsnorm(struct hy_backend *be, float *out, const float *x,
+                        const struct hy_weight *w, int64_t rows, int64_t d, float eps);
+void hy_cuda_op_add_rmsnorm(struct hy_backend *be, float *out, float *x, const float *y,
+                            const struct hy_weight *w, int64_t rows, int64_t d, float eps);
 /* fuse.c: whether the product left unsplit is q, k, v of these shapes; then a holds where
  * rope_norm_store reads them (and writes the raw k, v), and the product counts as split. */
 bool hy_cuda_split_take(struct cuda_ctx *c, struct hy_cuda_qkv_src *a, const float *q,
